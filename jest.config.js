@@ -1,0 +1,11 @@
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: { '^.+\\.ts$': ['@swc/jest'] },
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  testTimeout: 60000,
+  // Integration files share one MariaDB and one Redis; two at a time keeps a 2-core machine responsive.
+  maxWorkers: 2,
+};

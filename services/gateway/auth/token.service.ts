@@ -1,0 +1,41 @@
+import jwt from 'jsonwebtoken';
+import { AppError } from '../../../shared/errors';
+import { isId } from '../../../shared/ids';
+
+export const TOKEN_TTL_SECONDS = 7 * 24 * 3600;
+
+export interface TokenClaims {
+  userId: string;
+  deviceId: string;
+}
+
+const unauthorized = (message = 'missing or invalid token') => new AppError('UNAUTHORIZED', message);
+
+/** HS256 tokens binding a user (`sub`) and a device (`device_id`), valid 7 days. */
+export class TokenService {
+  constructor(private readonly secret: string) {}
+
+  issue(claims: TokenClaims, now = new Date()): { token: string; expiresAt: Date } {
+    const iat = Math.floor(now.getTime() / 1000);
+    const exp = iat + TOKEN_TTL_SECONDS;
+    const token = jwt.sign({ sub: claims.userId, device_id: claims.deviceId, iat, exp }, this.secret, {
+      algorithm: 'HS256',
+      noTimestamp: true,
+    });
+    return { token, expiresAt: new Date(exp * 1000) };
+  }
+
+  /** Verifies strictly: HS256 only, signature, `exp` present and in the future, well-formed ids. */
+  verify(token: string): TokenClaims {
+    let payload: string | jwt.JwtPayload;
+    try {
+      payload = jwt.verify(token, this.secret, { algorithms: ['HS256'] });
+    } catch {
+      throw unauthorized();
+    }
+    if (typeof payload !== 'object' || typeof payload.exp !== 'number') throw unauthorized();
+    const deviceId = (payload as { device_id?: unknown }).device_id;
+    if (!isId(payload.sub) || !isId(deviceId)) throw unauthorized();
+    return { userId: payload.sub, deviceId };
+  }
+}

@@ -1,0 +1,129 @@
+import { Router, type NextFunction, type Request, type Response } from 'express';
+import multer from 'multer';
+import { AppError, invalid, notFound } from '../../../shared/errors';
+import type { FileSortColumn } from '../../../shared/db/resource.repository';
+import { principalOf, type requireUser } from '../auth/auth.middleware';
+import { paging, queryString, singleParam } from '../http/request';
+import { toFileView, toFolderView } from './files.presenter';
+import { optionalResourceId, type FilesService } from './files.service';
+import type { StagedFile, StagingStorage } from './upload.storage';
+
+const SORTS: Record<string, FileSortColumn> = {
+  size: 'size_bytes',
+  created_at: 'created_at',
+  updated_at: 'updated_at',
+  added_at: 'created_at',
+};
+
+/** Multer failures in the contract's terms; the storage engine has already removed partial files. */
+function uploadError(err: unknown): AppError {
+  if (err instanceof multer.MulterError) {
+    if (err.code === 'LIMIT_FILE_SIZE') return new AppError('FILE_TOO_LARGE', 'the file is larger than the upload limit');
+    if (err.code === 'LIMIT_FILE_COUNT' || err.code === 'LIMIT_UNEXPECTED_FILE') {
+      return invalid('exactly one file is expected, in the part named "file"');
+    }
+    return invalid(`malformed upload: ${err.message}`);
+  }
+  if (err instanceof AppError) return err;
+  return invalid('malformed multipart body');
+}
+
+export function fileRoutes(
+  files: FilesService,
+  storage: StagingStorage,
+  maxUploadBytes: number,
+  authenticated: ReturnType<typeof requireUser>,
+): Router {
+  const router = Router();
+  const multipart = multer({
+    storage,
+    limits: { fileSize: maxUploadBytes, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12, headerPairs: 100 },
+  }).single('file');
+
+  const receiveUpload = (req: Request, res: Response, next: NextFunction) => {
+    if (!req.is('multipart/form-data')) return next(invalid('the upload must be multipart/form-data'));
+    multipart(req, res, (err?: unknown) => next(err ? uploadError(err) : undefined));
+  };
+
+  router.get('/files', authenticated, async (req, res) => {
+    const { limit, offset } = paging(req);
+    const folderId = optionalResourceId(queryString(req, 'folderId'), 'folderId');
+    const sort = SORTS[queryString(req, 'sort') ?? ''] ?? 'created_at';
+    const descending = queryString(req, 'order') !== 'asc';
+    const page = await files.list(principalOf(req).userId, { folderId, sort, descending, limit, offset });
+    res.json({ items: page.items.map(toFileView), total: page.total, limit, offset });
+  });
+
+  router.get('/files/search', authenticated, async (req, res) => {
+    const q = queryString(req, 'q');
+    if (!q) throw invalid('query parameter q is required');
+    if ([...q].length > 255) throw invalid('q must be at most 255 characters');
+    const { limit, offset } = paging(req);
+    const page = await files.search(principalOf(req).userId, q, limit, offset);
+    res.json({ items: page.items.map(toFileView), total: page.total, limit, offset });
+  });
+
+  router.get('/files/:id', authenticated, async (req, res) => {
+    res.json(toFileView(await files.get(principalOf(req).userId, singleParam(req, 'id'))));
+  });
+
+  router.get('/files/:id/content', authenticated, async (req, res, next) => {
+    const { file, absolutePath } = await files.contentOf(principalOf(req).userId, singleParam(req, 'id'));
+    if (file.contentSha256) res.setHeader('ETag', `"${file.contentSha256}"`);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Cache-Control', 'private, no-cache');
+    res.attachment(file.name);
+    res.type(file.mimeType || 'application/octet-stream');
+    res.sendFile(absolutePath, { etag: false, lastModified: false, dotfiles: 'allow', acceptRanges: true }, (err) => {
+      if (!err) return;
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      next((err as { code?: string }).code === 'ENOENT' ? notFound('this file has no content') : err);
+    });
+  });
+
+  router.delete('/files/:id', authenticated, async (req, res) => {
+    const id = singleParam(req, 'id');
+    await files.delete(principalOf(req).userId, id);
+    res.json({ id });
+  });
+
+  router.post('/files', authenticated, receiveUpload, async (req, res) => {
+    const file = req.file as (Express.Multer.File & StagedFile) | undefined;
+    if (!file) throw invalid('exactly one file is expected, in the part named "file"');
+    const principal = principalOf(req);
+    const body = req.body as Record<string, unknown>;
+    const field = (name: string): string | undefined => {
+      const value = body[name];
+      if (value === undefined) return undefined;
+      if (typeof value !== 'string') throw invalid(`field ${name} must be given once`);
+      return value;
+    };
+    let fields;
+    try {
+      fields = { id: field('id'), folderId: field('folderId'), name: field('name') };
+    } catch (err) {
+      await storage.removeStaged(file.path);
+      throw err;
+    }
+    const record = await files.upload({
+      userId: principal.userId,
+      deviceId: principal.deviceId,
+      staged: file,
+      declaredName: file.originalname,
+      declaredType: file.mimetype,
+      fields,
+    });
+    res.status(201).json(toFileView(record));
+  });
+
+  router.get('/folders', authenticated, async (req, res) => {
+    const parentId = optionalResourceId(queryString(req, 'parentId'), 'parentId');
+    const folders = await files.listFolders(principalOf(req).userId, parentId);
+    res.json({ items: folders.map(toFolderView) });
+  });
+
+  return router;
+}

@@ -1,0 +1,75 @@
+import { createHash } from 'node:crypto';
+import { createWriteStream, promises as fs } from 'node:fs';
+import path from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Request } from 'express';
+import type { StorageEngine } from 'multer';
+import { newId } from '../../../shared/ids';
+
+/** What the storage engine adds to multer's file object. */
+export interface StagedFile {
+  path: string;
+  size: number;
+  sha256: string;
+}
+
+export const STAGING_DIR = '.staging';
+
+/**
+ * A multer storage engine that streams each part to a uniquely named file in a staging folder under
+ * the upload directory (same file system, so the final rename is atomic), hashing as it writes.
+ * The staged name is ours; nothing the client sends takes part in a path.
+ */
+export class StagingStorage implements StorageEngine {
+  readonly dir: string;
+
+  constructor(uploadDir: string) {
+    this.dir = path.join(uploadDir, STAGING_DIR);
+  }
+
+  _handleFile(_req: Request, file: Express.Multer.File, cb: (error?: unknown, info?: Partial<Express.Multer.File>) => void): void {
+    const target = path.join(this.dir, `${newId()}.part`);
+    const hash = createHash('sha256');
+    let size = 0;
+    const meter = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        hash.update(chunk);
+        size += chunk.length;
+        done(null, chunk);
+      },
+    });
+    fs.mkdir(this.dir, { recursive: true })
+      .then(() => pipeline(file.stream, meter, createWriteStream(target, { flags: 'wx' })))
+      .then(
+        () => cb(null, { path: target, size, sha256: hash.digest('hex') } as Partial<Express.Multer.File>),
+        (err: unknown) => fs.rm(target, { force: true }).finally(() => cb(err)),
+      );
+  }
+
+  _removeFile(_req: Request, file: Express.Multer.File, cb: (error: Error | null) => void): void {
+    fs.rm(file.path, { force: true }).then(
+      () => cb(null),
+      (err: Error) => cb(err),
+    );
+  }
+
+  async removeStaged(file: string): Promise<void> {
+    await fs.rm(file, { force: true });
+  }
+
+  /** Removes staged files left by a crash; only old ones, since other gateways may share the folder. */
+  async sweep(olderThanMs: number): Promise<number> {
+    let removed = 0;
+    const entries = await fs.readdir(this.dir).catch(() => [] as string[]);
+    for (const name of entries) {
+      const full = path.join(this.dir, name);
+      const stat = await fs.stat(full).catch(() => undefined);
+      if (stat && Date.now() - stat.mtimeMs > olderThanMs) {
+        await fs.rm(full, { force: true });
+        removed++;
+      }
+    }
+    return removed;
+  }
+}

@@ -1,0 +1,66 @@
+import express, { Router } from 'express';
+import { invalid } from '../../../shared/errors';
+import { isPlainObject, parseLossless, stringifyLossless } from '../../../shared/json';
+import { renderSyncResult } from '../../../shared/queue/sync.contract';
+import type { ResourceRepository } from '../../../shared/db/resource.repository';
+import { principalOf, type requireUser } from '../auth/auth.middleware';
+import { queryString } from '../http/request';
+import type { SyncClient } from './sync.client';
+
+export const MAX_OPS = 1000;
+export const SNAPSHOT_LIMIT = 10000;
+const MAX_EPOCH_MS = 8.64e15;
+
+/** Reads the batch envelope, keeping every number as written. Ops themselves are checked by the worker. */
+export function parseBatch(text: unknown): string {
+  if (typeof text !== 'string' || text.length === 0) throw invalid('request body must be a JSON object with an "ops" array');
+  let body: unknown;
+  try {
+    body = parseLossless(text);
+  } catch {
+    throw invalid('request body is not valid JSON');
+  }
+  if (!isPlainObject(body) || !Array.isArray(body.ops)) throw invalid('request body must be a JSON object with an "ops" array');
+  if (body.ops.length < 1 || body.ops.length > MAX_OPS) throw invalid(`ops must hold 1 to ${MAX_OPS} operations`);
+  return stringifyLossless(body.ops);
+}
+
+export function syncRoutes(sync: SyncClient, resources: ResourceRepository, authenticated: ReturnType<typeof requireUser>): Router {
+  const router = Router();
+  const rawJson = express.text({ type: ['application/json', 'application/*+json'], limit: '1mb' });
+
+  router.post('/sync/ops', authenticated, rawJson, async (req, res) => {
+    const opsJson = parseBatch(req.body);
+    const principal = principalOf(req);
+    const result = await sync.submit({
+      requestId: String(req.id),
+      userId: principal.userId,
+      deviceId: principal.deviceId,
+      opsJson,
+      acceptedAt: Date.now(),
+    });
+    res.status(200).type('application/json').send(renderSyncResult(result));
+  });
+
+  router.get('/sync/permissions', authenticated, async (req, res) => {
+    const raw = queryString(req, 'after') ?? '0';
+    if (!/^\d{1,16}$/.test(raw) || Number(raw) > MAX_EPOCH_MS) throw invalid('after must be a non-negative integer of epoch milliseconds');
+    const cachedAt = Date.now();
+    const rows = await resources.changedSince(principalOf(req).userId, Number(raw), SNAPSHOT_LIMIT + 1);
+    const truncated = rows.length > SNAPSHOT_LIMIT;
+    res.json({
+      items: rows.slice(0, SNAPSHOT_LIMIT).map((r) => ({
+        id: r.id,
+        type: r.type,
+        name: r.name,
+        parentId: r.parentId ?? '',
+        updatedAt: r.updatedAt.getTime(),
+        effectiveAccess: 'owner',
+      })),
+      cachedAt,
+      truncated,
+    });
+  });
+
+  return router;
+}

@@ -1,0 +1,61 @@
+import { Router } from 'express';
+import Joi from 'joi';
+import { AppError, invalid, notFound } from '../../../shared/errors';
+import { isId, newId } from '../../../shared/ids';
+import type { UserRepository } from '../../../shared/db/user.repository';
+import { principalOf, requireAdmin, type requireUser } from '../auth/auth.middleware';
+import type { PasswordHasher } from '../auth/password.hasher';
+import { queryString, singleParam, validateBody } from '../http/request';
+
+export const USERNAME = Joi.string().pattern(/^[A-Za-z0-9._-]{3,64}$/).messages({
+  'string.pattern.base': '"username" must be 3 to 64 characters of letters, digits, ".", "_" and "-"',
+});
+
+const createUserSchema = Joi.object({
+  username: USERNAME.required(),
+  password: Joi.string().min(8).max(1024).required(),
+  email: Joi.string().email({ tlds: false }).max(254).allow(null),
+  isAdmin: Joi.boolean(),
+});
+
+export function userRoutes(users: UserRepository, hasher: PasswordHasher, authenticated: ReturnType<typeof requireUser>): Router {
+  const router = Router();
+
+  router.get('/users/resolve', authenticated, async (req, res) => {
+    const username = queryString(req, 'username');
+    if (!username) throw invalid('query parameter username is required');
+    const user = await users.findByUsername(username);
+    if (!user || user.deletedAt !== null) throw notFound('no such user');
+    res.json({ id: user.id, username: user.username });
+  });
+
+  router.post('/users', authenticated, requireAdmin, async (req, res) => {
+    const body = validateBody(createUserSchema, req.body);
+    const user = {
+      id: newId(),
+      username: body.username,
+      email: body.email ?? null,
+      passwordHash: await hasher.hash(body.password),
+      isAdmin: body.isAdmin ?? false,
+      createdAt: new Date(),
+    };
+    await users.insert(user);
+    res.status(201).json({
+      id: user.id,
+      username: user.username,
+      email: user.email,
+      isAdmin: user.isAdmin,
+      createdAt: user.createdAt.toISOString(),
+    });
+  });
+
+  router.delete('/users/:id', authenticated, requireAdmin, async (req, res) => {
+    const id = singleParam(req, 'id');
+    if (!isId(id)) throw notFound('no such user');
+    if (id === principalOf(req).userId) throw new AppError('INVALID_REQUEST', 'administrators cannot delete their own account');
+    if (!(await users.softDelete(id, new Date()))) throw notFound('no such user');
+    res.status(204).end();
+  });
+
+  return router;
+}

@@ -1,0 +1,92 @@
+import Joi from 'joi';
+import path from 'node:path';
+
+/** Everything the services read from the environment, validated once at start-up. */
+export interface Config {
+  readonly databaseUrl: string;
+  readonly redisUrl: string;
+  readonly port: number;
+  readonly workerPort: number;
+  readonly dataDir: string;
+  readonly uploadDir: string;
+  readonly maxUploadBytes: number;
+  readonly jwtSecret: string | undefined;
+  readonly admin: { readonly username: string; readonly password: string; readonly email: string | null } | undefined;
+  readonly loginRateLimit: number;
+  readonly loginConcurrency: number;
+  readonly loginQueueTimeoutMs: number;
+  readonly syncTimeoutMs: number;
+  readonly syncShards: number;
+  readonly syncLockMs: number;
+  readonly queuePrefix: string;
+  readonly logLevel: string;
+  readonly shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {}
+
+const schema = Joi.object({
+  DATABASE_URL: Joi.string().uri({ scheme: ['mysql'] }).default('mysql://root@127.0.0.1:3306/filesync'),
+  REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
+  PORT: Joi.number().integer().min(0).max(65535).default(8080),
+  WORKER_PORT: Joi.number().integer().min(0).max(65535).default(9091),
+  DATA_DIR: Joi.string().default('./data'),
+  UPLOAD_DIR: Joi.string(),
+  MAX_UPLOAD_BYTES: Joi.number().integer().min(1).max(Number.MAX_SAFE_INTEGER).default(104857600),
+  JWT_SECRET: Joi.string().min(32),
+  ADMIN_USERNAME: Joi.string().pattern(/^[A-Za-z0-9._-]{3,64}$/).message('ADMIN_USERNAME must be 3-64 characters of A-Z a-z 0-9 . _ -'),
+  ADMIN_PASSWORD: Joi.string().min(8).max(1024),
+  ADMIN_EMAIL: Joi.string().email({ tlds: false }).max(254),
+  LOGIN_RATE_LIMIT: Joi.number().integer().min(0).default(20),
+  LOGIN_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
+  LOGIN_QUEUE_TIMEOUT_MS: Joi.number().integer().min(0).default(10000),
+  SYNC_TIMEOUT_MS: Joi.number().integer().min(1).default(30000),
+  SYNC_SHARDS: Joi.number().integer().min(1).max(1024).default(8),
+  SYNC_LOCK_MS: Joi.number().integer().min(1000).default(30000),
+  QUEUE_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).default('filesync'),
+  LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
+  SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).default(30000),
+})
+  .and('ADMIN_USERNAME', 'ADMIN_PASSWORD')
+  .unknown(true);
+
+/**
+ * Reads and validates the environment. Throws ConfigError naming the offending variable, so the
+ * process can print one clear line and exit.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(schema.describe().keys ?? {})) {
+    const value = env[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const { value, error } = schema.validate(input, { abortEarly: true, convert: true });
+  if (error) {
+    const detail = error.details[0];
+    const name = detail?.context?.key ?? detail?.path.join('.') ?? 'environment';
+    throw new ConfigError(`invalid configuration: ${name}: ${error.message}`);
+  }
+  const dataDir = path.resolve(value.DATA_DIR);
+  return Object.freeze({
+    databaseUrl: value.DATABASE_URL,
+    redisUrl: value.REDIS_URL,
+    port: value.PORT,
+    workerPort: value.WORKER_PORT,
+    dataDir,
+    uploadDir: path.resolve(value.UPLOAD_DIR ?? path.join(value.DATA_DIR, 'uploads')),
+    maxUploadBytes: value.MAX_UPLOAD_BYTES,
+    jwtSecret: value.JWT_SECRET,
+    admin: value.ADMIN_USERNAME
+      ? Object.freeze({ username: value.ADMIN_USERNAME, password: value.ADMIN_PASSWORD, email: value.ADMIN_EMAIL ?? null })
+      : undefined,
+    loginRateLimit: value.LOGIN_RATE_LIMIT,
+    loginConcurrency: value.LOGIN_CONCURRENCY,
+    loginQueueTimeoutMs: value.LOGIN_QUEUE_TIMEOUT_MS,
+    syncTimeoutMs: value.SYNC_TIMEOUT_MS,
+    syncShards: value.SYNC_SHARDS,
+    syncLockMs: value.SYNC_LOCK_MS,
+    queuePrefix: value.QUEUE_PREFIX,
+    logLevel: value.LOG_LEVEL,
+    shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
+  });
+}

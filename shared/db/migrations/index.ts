@@ -1,0 +1,20 @@
+import type { Knex } from 'knex';
+import * as createUsers from './20261121000001_create_users';
+import * as createDevices from './20261121000002_create_devices';
+import * as createResources from './20261121000003_create_resources';
+import * as createOperationTraces from './20261121000004_create_operation_traces';
+
+interface Migration {
+  name: string;
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+/** Every migration, oldest first. Listed here so the same code runs from TypeScript and from dist/. */
+const MIGRATIONS: Migration[] = [createUsers, createDevices, createResources, createOperationTraces];
+
+export const migrationSource: Knex.MigrationSource<Migration> = {
+  getMigrations: async () => MIGRATIONS,
+  getMigrationName: (m) => m.name,
+  getMigration: async (m) => m,
+};

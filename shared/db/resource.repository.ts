@@ -1,0 +1,301 @@
+import type { Knex } from 'knex';
+import { translateResourceWriteError } from './errors';
+
+export type ResourceType = 'file' | 'folder';
+
+export interface ResourceRecord {
+  id: string;
+  userId: string;
+  parentId: string | null;
+  type: ResourceType;
+  name: string;
+  sizeBytes: number;
+  mimeType: string | null;
+  extension: string | null;
+  storageKey: string | null;
+  contentSha256: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  deletedAt: Date | null;
+}
+
+export type NewResource = Omit<ResourceRecord, 'updatedAt' | 'deletedAt'>;
+
+/** The little the sync worker needs to know about a resource to decide what an op does. */
+export interface ResourceState {
+  id: string;
+  userId: string;
+  parentId: string | null;
+  type: ResourceType;
+  deleted: boolean;
+}
+
+export type FileSortColumn = 'created_at' | 'updated_at' | 'size_bytes';
+
+export interface ListQuery {
+  sort: FileSortColumn;
+  descending: boolean;
+  limit: number;
+  offset: number;
+}
+
+export interface PageResult<T> {
+  items: T[];
+  total: number;
+}
+
+export interface SnapshotEntry {
+  id: string;
+  type: ResourceType;
+  name: string;
+  parentId: string | null;
+  updatedAt: Date;
+}
+
+interface ResourceRow {
+  id: string;
+  user_id: string;
+  parent_id: string | null;
+  type: ResourceType;
+  name: string;
+  size_bytes: string | number;
+  mime_type: string | null;
+  extension: string | null;
+  storage_key: string | null;
+  content_sha256: string | null;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+}
+
+const COLUMNS = [
+  'id',
+  'user_id',
+  'parent_id',
+  'type',
+  'name',
+  'size_bytes',
+  'mime_type',
+  'extension',
+  'storage_key',
+  'content_sha256',
+  'created_at',
+  'updated_at',
+  'deleted_at',
+];
+
+const toRecord = (row: ResourceRow): ResourceRecord => ({
+  id: row.id,
+  userId: row.user_id,
+  parentId: row.parent_id,
+  type: row.type,
+  name: row.name,
+  sizeBytes: Number(row.size_bytes),
+  mimeType: row.mime_type,
+  extension: row.extension,
+  storageKey: row.storage_key,
+  contentSha256: row.content_sha256,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+  deletedAt: row.deleted_at,
+});
+
+/** Escapes LIKE wildcards with '!' so that '%', '_' and '\' in a search are literal characters. */
+export function likeContains(text: string): string {
+  return `%${text.replace(/[!%_]/g, (c) => `!${c}`)}%`;
+}
+
+/** Longest IN list sent in one statement. */
+const CHUNK = 1000;
+
+/**
+ * The only place with SQL about resources. Every read and write is scoped by the owner's user id;
+ * `alive = 1` selects active rows and is the column the indexes are built on.
+ */
+export class ResourceRepository {
+  constructor(private readonly db: Knex | Knex.Transaction) {}
+
+  withTransaction(trx: Knex.Transaction): ResourceRepository {
+    return new ResourceRepository(trx);
+  }
+
+  /**
+   * Serialises tree writes of one user (sync batches from all devices, uploads) by locking the
+   * owner's row until the transaction ends. Checks such as "the parent is an active folder" or
+   * "the target is not a descendant" then cannot race with a concurrent delete or move.
+   */
+  async lockOwnerTree(userId: string): Promise<void> {
+    await this.db('users').where({ id: userId }).forUpdate().first('id');
+  }
+
+  private active(userId: string) {
+    return this.db('resources').where({ user_id: userId, alive: 1 });
+  }
+
+  async findActive(userId: string, id: string, type?: ResourceType): Promise<ResourceRecord | undefined> {
+    const q = this.active(userId).andWhere({ id });
+    if (type) q.andWhere({ type });
+    const row = (await q.first(COLUMNS)) as ResourceRow | undefined;
+    return row ? toRecord(row) : undefined;
+  }
+
+  /** True when `id` names any resource of any user, active or deleted. */
+  async idExists(id: string): Promise<boolean> {
+    return Boolean(await this.db('resources').where({ id }).first('id'));
+  }
+
+  async listFiles(userId: string, parentId: string | null, q: ListQuery): Promise<PageResult<ResourceRecord>> {
+    const where = { user_id: userId, parent_key: parentId ?? '', type: 'file', alive: 1 };
+    const direction = q.descending ? 'desc' : 'asc';
+    const [rows, count] = await Promise.all([
+      this.db('resources')
+        .where(where)
+        .orderBy([
+          { column: q.sort, order: direction },
+          { column: 'id', order: direction },
+        ])
+        .limit(q.limit)
+        .offset(q.offset)
+        .select(COLUMNS),
+      this.db('resources').where(where).count<{ n: number | string }[]>({ n: '*' }),
+    ]);
+    return { items: (rows as ResourceRow[]).map(toRecord), total: Number(count[0]?.n ?? 0) };
+  }
+
+  /** Case-insensitive substring search on names; LOWER on both sides keeps accents significant. */
+  async searchFiles(userId: string, text: string, limit: number, offset: number): Promise<PageResult<ResourceRecord>> {
+    const base = () =>
+      this.db('resources')
+        .where({ user_id: userId, type: 'file', alive: 1 })
+        .andWhereRaw("LOWER(name) LIKE LOWER(?) ESCAPE '!'", [likeContains(text)]);
+    const [rows, count] = await Promise.all([
+      base().orderBy([{ column: 'name' }, { column: 'id' }]).limit(limit).offset(offset).select(COLUMNS),
+      base().count<{ n: number | string }[]>({ n: '*' }),
+    ]);
+    return { items: (rows as ResourceRow[]).map(toRecord), total: Number(count[0]?.n ?? 0) };
+  }
+
+  async listFolders(userId: string, parentId: string | null): Promise<ResourceRecord[]> {
+    const rows = await this.db('resources')
+      .where({ user_id: userId, parent_key: parentId ?? '', type: 'folder', alive: 1 })
+      .orderBy([{ column: 'name' }, { column: 'id' }])
+      .select(COLUMNS);
+    return (rows as ResourceRow[]).map(toRecord);
+  }
+
+  /** Inserts a resource; a sibling-name clash is NAME_CONFLICT, a taken id INVALID_REQUEST. */
+  async insert(r: NewResource): Promise<void> {
+    try {
+      await this.db('resources').insert({
+        id: r.id,
+        user_id: r.userId,
+        parent_id: r.parentId,
+        type: r.type,
+        name: r.name,
+        size_bytes: r.sizeBytes,
+        mime_type: r.mimeType,
+        extension: r.extension,
+        storage_key: r.storageKey,
+        content_sha256: r.contentSha256,
+        created_at: r.createdAt,
+        updated_at: r.createdAt,
+      });
+    } catch (err) {
+      translateResourceWriteError(err);
+    }
+  }
+
+  async rename(userId: string, id: string, name: string, now: Date): Promise<boolean> {
+    try {
+      return (await this.active(userId).andWhere({ id }).update({ name, updated_at: now })) > 0;
+    } catch (err) {
+      translateResourceWriteError(err);
+    }
+  }
+
+  async move(userId: string, id: string, parentId: string | null, now: Date): Promise<boolean> {
+    try {
+      return (await this.active(userId).andWhere({ id }).update({ parent_id: parentId, updated_at: now })) > 0;
+    } catch (err) {
+      translateResourceWriteError(err);
+    }
+  }
+
+  async softDeleteFile(userId: string, id: string, now: Date): Promise<boolean> {
+    const n = await this.active(userId).andWhere({ id, type: 'file' }).update({ deleted_at: now, updated_at: now });
+    return n > 0;
+  }
+
+  /**
+   * Soft-deletes a resource and, for a folder, every active descendant, all with the same timestamp.
+   * Walks the tree one level per query; returns the ids it deleted.
+   */
+  async softDeleteTree(userId: string, rootId: string, now: Date): Promise<string[]> {
+    const all: string[] = [rootId];
+    let level = [rootId];
+    while (level.length > 0) {
+      const next: string[] = [];
+      for (let i = 0; i < level.length; i += CHUNK) {
+        const rows = await this.active(userId).whereIn('parent_id', level.slice(i, i + CHUNK)).select<{ id: string }[]>('id');
+        for (const row of rows) next.push(row.id);
+      }
+      all.push(...next);
+      level = next;
+    }
+    for (let i = 0; i < all.length; i += CHUNK) {
+      await this.active(userId).whereIn('id', all.slice(i, i + CHUNK)).update({ deleted_at: now, updated_at: now });
+    }
+    return all;
+  }
+
+  /** True when `candidateId` is `folderId` itself or one of its ancestors, i.e. moving it there would make a cycle. */
+  async isSelfOrAncestor(userId: string, folderId: string, candidateId: string): Promise<boolean> {
+    const result = await this.db.raw(
+      `WITH RECURSIVE chain (id, parent_id, depth) AS (
+         SELECT id, parent_id, 0 FROM resources WHERE id = ? AND user_id = ?
+         UNION ALL
+         SELECT r.id, r.parent_id, c.depth + 1 FROM resources r JOIN chain c ON r.id = c.parent_id
+         WHERE r.user_id = ? AND c.depth < 100000
+       )
+       SELECT 1 AS hit FROM chain WHERE id = ? LIMIT 1`,
+      [folderId, userId, userId, candidateId],
+    );
+    return (result[0] as unknown[]).length > 0;
+  }
+
+  /** The state of every named resource, any owner, active or deleted, in one query. */
+  async statesOf(ids: string[]): Promise<Map<string, ResourceState>> {
+    const states = new Map<string, ResourceState>();
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const rows = await this.db('resources')
+        .whereIn('id', ids.slice(i, i + CHUNK))
+        .select<{ id: string; user_id: string; parent_id: string | null; type: ResourceType; deleted_at: Date | null }[]>(
+          'id',
+          'user_id',
+          'parent_id',
+          'type',
+          'deleted_at',
+        );
+      for (const r of rows) {
+        states.set(r.id, { id: r.id, userId: r.user_id, parentId: r.parent_id, type: r.type, deleted: r.deleted_at !== null });
+      }
+    }
+    return states;
+  }
+
+  /** Active resources changed after `afterMs`, newest first, at most `limit`. */
+  async changedSince(userId: string, afterMs: number, limit: number): Promise<SnapshotEntry[]> {
+    const rows = await this.active(userId)
+      .andWhere('updated_at', '>', new Date(afterMs))
+      .orderBy([{ column: 'updated_at', order: 'desc' }, { column: 'id', order: 'asc' }])
+      .limit(limit)
+      .select<{ id: string; type: ResourceType; name: string; parent_id: string | null; updated_at: Date }[]>(
+        'id',
+        'type',
+        'name',
+        'parent_id',
+        'updated_at',
+      );
+    return rows.map((r) => ({ id: r.id, type: r.type, name: r.name, parentId: r.parent_id, updatedAt: r.updated_at }));
+  }
+}

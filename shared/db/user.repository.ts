@@ -1,0 +1,114 @@
+import type { Knex } from 'knex';
+import { nameConflict } from '../errors';
+import { duplicateKey } from './errors';
+
+export interface UserRecord {
+  id: string;
+  username: string;
+  email: string | null;
+  passwordHash: string;
+  isAdmin: boolean;
+  createdAt: Date;
+  deletedAt: Date | null;
+}
+
+export interface NewUser {
+  id: string;
+  username: string;
+  email: string | null;
+  passwordHash: string;
+  isAdmin: boolean;
+  createdAt: Date;
+}
+
+/** The caller behind a token: an active user on an active device. */
+export interface Principal {
+  userId: string;
+  username: string;
+  isAdmin: boolean;
+  deviceId: string;
+}
+
+interface UserRow {
+  id: string;
+  username: string;
+  email: string | null;
+  password_hash: string;
+  is_admin: number;
+  created_at: Date;
+  deleted_at: Date | null;
+}
+
+const toUser = (row: UserRow): UserRecord => ({
+  id: row.id,
+  username: row.username,
+  email: row.email,
+  passwordHash: row.password_hash,
+  isAdmin: Boolean(row.is_admin),
+  createdAt: row.created_at,
+  deletedAt: row.deleted_at,
+});
+
+export class UserRepository {
+  constructor(private readonly db: Knex) {}
+
+  async count(): Promise<number> {
+    const row = await this.db('users').count<{ n: number | string }[]>({ n: '*' }).first();
+    return Number(row?.n ?? 0);
+  }
+
+  /** Looks a user up by the lowercase form of the username, deleted ones included. */
+  async findByUsername(username: string): Promise<UserRecord | undefined> {
+    const row = await this.db<UserRow>('users').where('username_normalized', username.toLowerCase()).first();
+    return row ? toUser(row) : undefined;
+  }
+
+  async findActiveById(id: string): Promise<UserRecord | undefined> {
+    const row = await this.db<UserRow>('users').where({ id }).whereNull('deleted_at').first();
+    return row ? toUser(row) : undefined;
+  }
+
+  async insert(user: NewUser): Promise<void> {
+    try {
+      await this.db('users').insert({
+        id: user.id,
+        username: user.username,
+        username_normalized: user.username.toLowerCase(),
+        email: user.email,
+        password_hash: user.passwordHash,
+        is_admin: user.isAdmin,
+        created_at: user.createdAt,
+        updated_at: user.createdAt,
+      });
+    } catch (err) {
+      if (duplicateKey(err) === 'uq_users_username_normalized') throw nameConflict('a user with that username already exists');
+      throw err;
+    }
+  }
+
+  async updatePasswordHash(id: string, passwordHash: string, now: Date): Promise<boolean> {
+    const n = await this.db('users').where({ id }).whereNull('deleted_at').update({ password_hash: passwordHash, updated_at: now });
+    return n > 0;
+  }
+
+  async softDelete(id: string, now: Date): Promise<boolean> {
+    const n = await this.db('users').where({ id }).whereNull('deleted_at').update({ deleted_at: now, updated_at: now });
+    return n > 0;
+  }
+
+  /** One indexed query per authenticated request: both the user and the device must still be active. */
+  async findPrincipal(userId: string, deviceId: string): Promise<Principal | undefined> {
+    const row = await this.db('users as u')
+      .join('devices as d', (j) => j.on('d.id', '=', this.db.raw('?', [deviceId])))
+      .where('u.id', userId)
+      .whereNull('u.deleted_at')
+      .whereNull('d.deleted_at')
+      .first<{ id: string; username: string; is_admin: number; device_id: string } | undefined>(
+        'u.id',
+        'u.username',
+        'u.is_admin',
+        'd.id as device_id',
+      );
+    return row ? { userId: row.id, username: row.username, isAdmin: Boolean(row.is_admin), deviceId: row.device_id } : undefined;
+  }
+}
