@@ -1,0 +1,111 @@
+import { promises as fs } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import IORedis from 'ioredis';
+import { loadConfig, type Config } from '../../shared/config';
+import { createDb, type Db } from '../../shared/db/knex';
+import { migrateToLatest } from '../../shared/db/migrate';
+import { createLogger } from '../../shared/logger';
+import { buildGateway } from '../../services/gateway/app';
+import { ensureInitialAdmin } from '../../services/gateway/bootstrap';
+import { SyncClient } from '../../services/gateway/sync/sync.client';
+
+export const ADMIN = { username: 'admin', password: 'admin-password-1' };
+export const JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
+
+/** An isolated environment: its own database, upload directory and queue prefix. */
+export interface TestEnv {
+  name: string;
+  env: Record<string, string>;
+  config: Config;
+  uploadDir: string;
+  db: Db;
+  dropAll(): Promise<void>;
+}
+
+export async function createTestEnv(overrides: Record<string, string> = {}): Promise<TestEnv> {
+  const name = `fs_test_${randomBytes(5).toString('hex')}`;
+  const uploadDir = await fs.mkdtemp(path.join(os.tmpdir(), `${name}-`));
+  const env: Record<string, string> = {
+    DATABASE_URL: `mysql://root@127.0.0.1:3306/${name}`,
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    UPLOAD_DIR: uploadDir,
+    DATA_DIR: uploadDir,
+    JWT_SECRET,
+    ADMIN_USERNAME: ADMIN.username,
+    ADMIN_PASSWORD: ADMIN.password,
+    QUEUE_PREFIX: name,
+    LOGIN_RATE_LIMIT: '0',
+    LOG_LEVEL: 'silent',
+    SYNC_SHARDS: '4',
+    SYNC_TIMEOUT_MS: '15000',
+    ...overrides,
+  };
+  const config = loadConfig(env);
+  await migrateToLatest(config.databaseUrl);
+  const db = createDb(config.databaseUrl, { max: 10 });
+  return {
+    name,
+    env,
+    config,
+    uploadDir,
+    db,
+    async dropAll() {
+      await db.raw(`DROP DATABASE IF EXISTS \`${name}\``).catch(() => undefined);
+      await db.destroy();
+      await fs.rm(uploadDir, { recursive: true, force: true });
+      await deleteQueueKeys(name);
+    },
+  };
+}
+
+/** Removes every Redis key under a test's queue prefix. */
+export async function deleteQueueKeys(prefix: string): Promise<void> {
+  const redis = new IORedis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export interface RunningGateway {
+  baseUrl: string;
+  server: Server;
+  sync: SyncClient;
+  close(): Promise<void>;
+}
+
+/** The gateway app in this process on an ephemeral port, exactly as main.ts wires it. */
+export async function startGateway(env: TestEnv): Promise<RunningGateway> {
+  const logger = createLogger('gateway', env.config.logLevel);
+  const sync = new SyncClient(
+    { redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, shards: env.config.syncShards, timeoutMs: env.config.syncTimeoutMs },
+    logger,
+  );
+  const { app, hasher } = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, logger });
+  await ensureInitialAdmin(env.config, env.db, hasher);
+  await sync.ready();
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    server,
+    sync,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await sync.close();
+    },
+  };
+}
