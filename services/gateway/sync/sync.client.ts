@@ -128,8 +128,18 @@ export class SyncClient {
     action(pending);
   }
 
+  /** Closes the connections; when Redis is gone they are dropped rather than waited for. */
   async close(): Promise<void> {
-    await Promise.all([...this.events.map((e) => e.close()), ...this.queues.map((q) => q.close())]);
+    const graceful = Promise.all([...this.events.map((e) => e.close()), ...this.queues.map((q) => q.close())]);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise((resolve) => (timer = setTimeout(resolve, 2000)));
+    await Promise.race([graceful.catch(() => undefined), deadline]);
+    clearTimeout(timer);
+    // QueueEvents.close() waits for a first connection that never comes while Redis is down; its
+    // connection's own close(force) drops a connection still being set up, reconnect timer included.
+    await Promise.allSettled(
+      this.events.map((e) => (e as unknown as { connection: { close(force: boolean): Promise<void> } }).connection.close(true)),
+    );
     this.connection.disconnect();
   }
 }
