@@ -37,6 +37,8 @@ export function fileRoutes(
   const router = Router();
   const multipart = multer({
     storage,
+    // File names in Content-Disposition are UTF-8 in every current client.
+    defParamCharset: 'utf8',
     limits: { fileSize: maxUploadBytes, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12, headerPairs: 100 },
   }).single('file');
 
