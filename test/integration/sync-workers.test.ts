@@ -60,20 +60,34 @@ test('with two worker processes, 20 simultaneous batches of one device never ove
   expect(rows.every((r) => r.deleted_at !== null)).toBe(true);
 });
 
-test('batches of one device are applied in the order they were accepted', async () => {
+test('batches of one device are applied one at a time in the order they were accepted', async () => {
   await Promise.all([start(), start()]);
-  const { api } = await admin.createUser('ordered-device');
+  const { userId, deviceId } = await admin.createUser('ordered-device');
   const id = newId();
-  await api.post('/v1/sync/ops', { ops: [{ opId: 1, type: 'create', resourceId: id, payload: { resourceType: 'file', name: 'v0' } }] });
-  // Sent one after another without waiting: each rename must land in sending order.
-  const pending = [];
-  for (let i = 1; i <= 15; i++) {
-    pending.push(api.post('/v1/sync/ops', { ops: [{ opId: 100 + i, type: 'update', resourceId: id, payload: { name: `v${i}` } }] }));
-    await new Promise((r) => setImmediate(r));
+  const client = new SyncClient(
+    { redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, shards: env.config.syncShards, timeoutMs: 20000 },
+    createLogger('test', 'silent'),
+  );
+  await client.ready();
+  const batch = (i: number, op: object) => ({ requestId: `order-${i}`, userId, deviceId, acceptedAt: Date.now(), opsJson: JSON.stringify([op]) });
+  await client.submit(batch(0, { opId: 1, type: 'create', resourceId: id, payload: { resourceType: 'file', name: 'v0' } }));
+
+  // Accepted in this order (one producer connection keeps the order of the adds), applied by two workers.
+  const results = await Promise.all(
+    Array.from({ length: 15 }, (_, k) => client.submit(batch(k + 1, { opId: 100 + k + 1, type: 'update', resourceId: id, payload: { name: `v${k + 1}` } }))),
+  );
+  const queue = new Queue(syncQueueName(shardOf(deviceId, env.config.syncShards)), { connection: redisOptions(env.config.redisUrl, 'producer'), prefix: env.config.queuePrefix });
+  const jobs = (await queue.getJobs(['completed'])).filter((j) => j.data.requestId.startsWith('order-') && j.data.deviceId === deviceId);
+  await queue.close();
+  await client.close();
+
+  expect(results.every((r) => r.failed === null && r.applied[0]!.outcome === 'applied')).toBe(true);
+  jobs.sort((a, b) => Number(a.data.requestId.slice(6)) - Number(b.data.requestId.slice(6)));
+  expect(jobs).toHaveLength(16);
+  for (let i = 1; i < jobs.length; i++) {
+    // Each batch started only after the one accepted before it had finished.
+    expect(jobs[i]!.processedOn!).toBeGreaterThanOrEqual(jobs[i - 1]!.finishedOn!);
   }
-  await Promise.all(pending);
-  const traces = await env.db('operation_traces').where({ resource_id: id, op_type: 'update' }).orderBy('created_at').orderBy('operation_id').select('operation_id');
-  expect(traces.map((t) => Number(t.operation_id))).toEqual(Array.from({ length: 15 }, (_, i) => 101 + i));
   expect((await env.db('resources').where({ id }).first()).name).toBe('v15');
 });
 
