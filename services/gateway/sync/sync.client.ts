@@ -107,14 +107,13 @@ export class SyncClient {
   private async expire(queue: Queue<SyncJobData, SyncJobResult>, jobId: string): Promise<void> {
     if (!this.pending.has(jobId)) return;
     try {
-      const removed = await queue.remove(jobId);
-      if (!removed) {
-        const job = await Job.fromId<SyncJobData, SyncJobResult>(queue, jobId);
-        if (job?.finishedOn && job.returnvalue) {
-          this.settle(jobId, (p) => p.resolve(parseResult(job.returnvalue)));
-          return;
-        }
+      const job = await Job.fromId<SyncJobData, SyncJobResult>(queue, jobId);
+      if (job?.finishedOn && job.returnvalue) {
+        this.settle(jobId, (p) => p.resolve(parseResult(job.returnvalue)));
+        return;
       }
+      // remove() refuses a job a worker holds the lock of, so an active batch is left to finish.
+      if (job && (await job.isWaiting())) await queue.remove(jobId);
     } catch (err) {
       this.logger.warn({ err: (err as Error).message, jobId }, 'could not withdraw an expired sync batch');
     }
