@@ -18,10 +18,8 @@ export class TokenService {
   issue(claims: TokenClaims, now = new Date()): { token: string; expiresAt: Date } {
     const iat = Math.floor(now.getTime() / 1000);
     const exp = iat + TOKEN_TTL_SECONDS;
-    const token = jwt.sign({ sub: claims.userId, device_id: claims.deviceId, iat, exp }, this.secret, {
-      algorithm: 'HS256',
-      noTimestamp: true,
-    });
+    // No `noTimestamp`: jsonwebtoken would then strip the `iat` claim the contract requires.
+    const token = jwt.sign({ sub: claims.userId, device_id: claims.deviceId, iat, exp }, this.secret, { algorithm: 'HS256' });
     return { token, expiresAt: new Date(exp * 1000) };
   }
 

@@ -6,6 +6,7 @@ import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, queryString, singleParam } from '../http/request';
 import { toFileView, toFolderView } from './files.presenter';
 import { optionalResourceId, type FilesService } from './files.service';
+import { feedNotingFileType, fileTypeDeclared } from './part.headers';
 import type { StagedFile, StagingStorage } from './upload.storage';
 
 const SORTS: Record<string, FileSortColumn> = {
@@ -28,6 +29,15 @@ function uploadError(err: unknown): AppError {
   return invalid('malformed multipart body');
 }
 
+/** If-None-Match against one strong ETag, with the weak comparison RFC 9110 prescribes for it. */
+function ifNoneMatchHits(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  return header.split(',').some((raw) => {
+    const tag = raw.trim();
+    return tag === '*' || tag === etag || tag === `W/${etag}`;
+  });
+}
+
 export function fileRoutes(
   files: FilesService,
   storage: StagingStorage,
@@ -35,12 +45,15 @@ export function fileRoutes(
   authenticated: ReturnType<typeof requireUser>,
 ): Router {
   const router = Router();
-  const multipart = multer({
+  const options: multer.Options & { streamHandler: typeof feedNotingFileType } = {
     storage,
     // File names in Content-Disposition are UTF-8 in every current client.
     defParamCharset: 'utf8',
     limits: { fileSize: maxUploadBytes, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12, headerPairs: 100 },
-  }).single('file');
+    // multer 2 option, missing from @types/multer: tells whether the file part declared a type.
+    streamHandler: feedNotingFileType,
+  };
+  const multipart = multer(options).single('file');
 
   const receiveUpload = (req: Request, res: Response, next: NextFunction) => {
     if (!req.is('multipart/form-data')) return next(invalid('the upload must be multipart/form-data'));
@@ -71,9 +84,16 @@ export function fileRoutes(
 
   router.get('/files/:id/content', authenticated, async (req, res, next) => {
     const { file, absolutePath } = await files.contentOf(principalOf(req).userId, singleParam(req, 'id'));
-    if (file.contentSha256) res.setHeader('ETag', `"${file.contentSha256}"`);
+    const etag = file.contentSha256 ? `"${file.contentSha256}"` : undefined;
+    if (etag) res.setHeader('ETag', etag);
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Cache-Control', 'private, no-cache');
+    // Answered here rather than by `send`, which ignores If-None-Match when the request says
+    // Cache-Control: no-cache, as fetch() does whenever a conditional header is set.
+    if (etag && ifNoneMatchHits(req.headers['if-none-match'], etag)) {
+      res.status(304).end();
+      return;
+    }
     res.attachment(file.name);
     res.type(file.mimeType || 'application/octet-stream');
     res.sendFile(absolutePath, { etag: false, lastModified: false, dotfiles: 'allow', acceptRanges: true }, (err) => {
@@ -82,7 +102,13 @@ export function fileRoutes(
         res.destroy();
         return;
       }
-      next((err as { code?: string }).code === 'ENOENT' ? notFound('this file has no content') : err);
+      // The error goes out as JSON, not as the file's type or as an attachment.
+      for (const header of ['Content-Type', 'Content-Disposition', 'ETag']) res.removeHeader(header);
+      const { code, status } = err as { code?: string; status?: number };
+      if (code === 'ENOENT') return next(notFound('this file has no content'));
+      // send has set Content-Range: bytes */<size>; the status must say why.
+      if (status === 416) return next(new AppError('INVALID_REQUEST', 'the requested range is not satisfiable', { status: 416 }));
+      next(err);
     });
   });
 
@@ -115,7 +141,8 @@ export function fileRoutes(
       deviceId: principal.deviceId,
       staged: file,
       declaredName: file.originalname,
-      declaredType: file.mimetype,
+      // Busboy says text/plain for a part without Content-Type; the contract treats that as missing.
+      declaredType: fileTypeDeclared(req) === false ? undefined : file.mimetype,
       fields,
     });
     res.status(201).json(toFileView(record));

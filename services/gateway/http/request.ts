@@ -13,8 +13,9 @@ export function queryString(req: Request, name: string): string | undefined {
 function queryInteger(req: Request, name: string, fallback: number, min: number): number {
   const raw = queryString(req, name);
   if (raw === undefined) return fallback;
-  if (!/^-?\d{1,16}$/.test(raw)) throw invalid(`${name} must be an integer`);
-  const n = Number(raw);
+  if (!/^-?\d+$/.test(raw)) throw invalid(`${name} must be an integer`);
+  // Any run of digits is an integer (a huge limit is clamped, not refused); past 2^53 nothing is left to page.
+  const n = Math.min(Number(raw), Number.MAX_SAFE_INTEGER);
   if (n < min) throw invalid(`${name} must be at least ${min}`);
   return n;
 }

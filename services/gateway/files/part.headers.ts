@@ -1,0 +1,59 @@
+import type { IncomingMessage } from 'node:http';
+import type { Writable } from 'node:stream';
+
+/** A part header block longer than this is not looked at (busboy itself refuses far smaller ones). */
+const MAX_HEADER_BLOCK = 16 * 1024;
+const HEADER_END = Buffer.from('\r\n\r\n');
+
+const declared = new WeakMap<object, boolean>();
+
+/** Whether the request's "file" part carried a Content-Type header of its own; undefined when unknown. */
+export function fileTypeDeclared(req: object): boolean | undefined {
+  return declared.get(req);
+}
+
+function boundaryOf(req: IncomingMessage): string | undefined {
+  const match = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(req.headers['content-type'] ?? '');
+  return match?.[1] ?? match?.[2];
+}
+
+/**
+ * multer's `streamHandler`: feeds the body to busboy as multer does, and on the side reads the
+ * header block of the part named "file". Busboy reports a part without Content-Type as text/plain,
+ * which would hide that the client declared no type at all; the contract then wants the type looked
+ * up from the extension. Only header blocks are kept in memory, and the watch ends at that part.
+ */
+export function feedNotingFileType(req: IncomingMessage, busboy: Writable): void {
+  const boundary = boundaryOf(req);
+  if (boundary) {
+    const delimiter = Buffer.from(`\r\n--${boundary}`);
+    // The first delimiter has no CRLF before it; pretend it has one.
+    let pending = Buffer.from('\r\n');
+    const stop = () => req.off('data', scan);
+    const scan = (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      for (;;) {
+        const at = pending.indexOf(delimiter);
+        if (at < 0) {
+          pending = pending.subarray(Math.max(0, pending.length - delimiter.length));
+          return;
+        }
+        const end = pending.indexOf(HEADER_END, at + delimiter.length);
+        if (end < 0) {
+          pending = pending.subarray(at);
+          if (pending.length > MAX_HEADER_BLOCK) stop();
+          return;
+        }
+        const head = pending.subarray(at + delimiter.length, end).toString('latin1');
+        if (/^content-disposition:[^\r\n]*;\s*name="?file"?\s*(;|\r|$)/im.test(head) && /;\s*filename\*?=/i.test(head)) {
+          declared.set(req, /^content-type\s*:/im.test(head));
+          stop();
+          return;
+        }
+        pending = pending.subarray(end + HEADER_END.length);
+      }
+    };
+    req.on('data', scan);
+  }
+  req.pipe(busboy);
+}

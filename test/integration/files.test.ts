@@ -1,0 +1,520 @@
+import { newId } from '../../shared/ids';
+import { Api } from '../support/client';
+import { expectError, insertFile, insertFolder } from '../support/fixtures';
+import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
+
+let env: TestEnv;
+let gateway: RunningGateway;
+let api: Api;
+let userId: string;
+let rooter: { api: Api; userId: string };
+
+/** Fixed instants, so every sort has one right answer. */
+const at = (second: number) => new Date(Date.UTC(2020, 0, 1, 0, 0, second));
+
+interface Seeded {
+  id: string;
+  name: string;
+  parentId: string | null;
+  size: number;
+  mimeType: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const fileView = (f: Seeded) => ({
+  id: f.id,
+  name: f.name,
+  size: f.size,
+  mimeType: f.mimeType ?? '',
+  folderId: f.parentId ?? '',
+  createdAt: f.createdAt.toISOString(),
+  updatedAt: f.updatedAt.toISOString(),
+});
+
+async function seedFile(owner: string, name: string, parentId: string | null, extra: Partial<Omit<Seeded, 'id' | 'name' | 'parentId'>> = {}): Promise<Seeded> {
+  const seeded = {
+    name,
+    parentId,
+    size: extra.size ?? 10,
+    mimeType: extra.mimeType === undefined ? 'text/plain' : extra.mimeType,
+    createdAt: extra.createdAt ?? at(0),
+    updatedAt: extra.updatedAt ?? extra.createdAt ?? at(0),
+  };
+  const id = await insertFile(env.db, owner, name, parentId, seeded);
+  return { id, ...seeded };
+}
+
+const ids = (res: { body: { items: Array<{ id: string }> } }) => res.body.items.map((i) => i.id);
+const names = (res: { body: { items: Array<{ name: string }> } }) => res.body.items.map((i) => i.name);
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  gateway = await startGateway(env);
+  const anon = new Api(gateway.baseUrl);
+  const { api: admin } = await anon.login(ADMIN.username, ADMIN.password);
+  ({ api, userId } = await admin.createUser('filer'));
+  rooter = await admin.createUser('rooter');
+});
+
+afterAll(async () => {
+  await gateway.close();
+  await env.dropAll();
+});
+
+describe('the root of a user', () => {
+  let r1: Seeded;
+  let r2: Seeded;
+  let alpha: string;
+  let beta: string;
+  let gamma: string;
+  let inner: string;
+
+  beforeAll(async () => {
+    const owner = rooter.userId;
+    r1 = await seedFile(owner, 'first.txt', null, { mimeType: null, size: 5, createdAt: at(1) });
+    r2 = await seedFile(owner, 'second.txt', null, { size: 7, createdAt: at(2), updatedAt: at(9) });
+    await seedFile(owner, 'deleted.txt', null, { createdAt: at(3) }).then((f) => env.db('resources').where({ id: f.id }).update({ deleted_at: at(4) }));
+    gamma = await insertFolder(env.db, owner, 'gamma', null, { createdAt: at(5) });
+    alpha = await insertFolder(env.db, owner, 'alpha', null, { createdAt: at(6), updatedAt: at(8) });
+    beta = await insertFolder(env.db, owner, 'beta', null, { createdAt: at(7) });
+    await insertFolder(env.db, owner, 'delta', null, { deletedAt: at(8) });
+    inner = await insertFolder(env.db, owner, 'inner', alpha, { createdAt: at(9) });
+    await seedFile(owner, 'nested.txt', alpha);
+    // Another user's root holds a file too; it must never show up here.
+    await seedFile(userId, 'not-rooters.txt', null);
+  });
+
+  test('GET /v1/files without folderId lists only the active root files of the caller, newest first, in the File representation', async () => {
+    const res = await rooter.api.get('/v1/files');
+
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ items: [fileView(r2), fileView(r1)], total: 2, limit: 50, offset: 0 });
+  });
+
+  test('a file without a mime type is shown with mimeType ""', async () => {
+    const res = await rooter.api.get(`/v1/files/${r1.id}`);
+
+    expect(res.body.mimeType).toBe('');
+  });
+
+  test('GET /v1/files with an empty folderId lists the root', async () => {
+    const res = await rooter.api.get('/v1/files?folderId=');
+
+    expect(res.status).toBe(200);
+    expect(ids(res)).toEqual([r2.id, r1.id]);
+  });
+
+  test('GET /v1/folders without parentId lists the active root folders by name ascending, in the Folder representation', async () => {
+    const res = await rooter.api.get('/v1/folders');
+
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      items: [
+        { id: alpha, name: 'alpha', parentId: '', createdAt: at(6).toISOString(), updatedAt: at(8).toISOString() },
+        { id: beta, name: 'beta', parentId: '', createdAt: at(7).toISOString(), updatedAt: at(7).toISOString() },
+        { id: gamma, name: 'gamma', parentId: '', createdAt: at(5).toISOString(), updatedAt: at(5).toISOString() },
+      ],
+    });
+  });
+
+  test('GET /v1/folders with an empty parentId lists the root folders', async () => {
+    const res = await rooter.api.get('/v1/folders?parentId=');
+
+    expect(res.status).toBe(200);
+    expect(ids(res)).toEqual([alpha, beta, gamma]);
+  });
+
+  test('GET /v1/folders with parentId lists the folders directly inside it', async () => {
+    const res = await rooter.api.get(`/v1/folders?parentId=${alpha}`);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ items: [{ id: inner, name: 'inner', parentId: alpha, createdAt: at(9).toISOString(), updatedAt: at(9).toISOString() }] });
+  });
+
+  test('GET /v1/folders of a folder without subfolders returns an empty items list', async () => {
+    const res = await rooter.api.get(`/v1/folders?parentId=${inner}`);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ items: [] });
+  });
+});
+
+describe('GET /v1/files in a folder', () => {
+  test('lists only the active files directly in that folder', async () => {
+    const folder = await insertFolder(env.db, userId, 'listing');
+    const sub = await insertFolder(env.db, userId, 'sub', folder);
+    const a = await seedFile(userId, 'a.txt', folder, { createdAt: at(1) });
+    const b = await seedFile(userId, 'b.txt', folder, { createdAt: at(2) });
+    await seedFile(userId, 'deep.txt', sub);
+    const gone = await seedFile(userId, 'gone.txt', folder, { createdAt: at(3) });
+    await env.db('resources').where({ id: gone.id }).update({ deleted_at: at(4) });
+
+    const res = await api.get(`/v1/files?folderId=${folder}`);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ items: [fileView(b), fileView(a)], total: 2, limit: 50, offset: 0 });
+  });
+
+  test('an empty folder gives items [] and total 0', async () => {
+    const folder = await insertFolder(env.db, userId, 'empty');
+
+    const res = await api.get(`/v1/files?folderId=${folder}`);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ items: [], total: 0, limit: 50, offset: 0 });
+  });
+
+  describe('sorting', () => {
+    let folder: string;
+    let A: string;
+    let B: string;
+    let C: string;
+
+    beforeAll(async () => {
+      folder = await insertFolder(env.db, userId, 'sorting');
+      // Names, sizes, creation and update times each give a different order.
+      A = (await seedFile(userId, 'zeta', folder, { size: 300, createdAt: at(1), updatedAt: at(5) })).id;
+      B = (await seedFile(userId, 'alpha', folder, { size: 100, createdAt: at(2), updatedAt: at(6) })).id;
+      C = (await seedFile(userId, 'mid', folder, { size: 200, createdAt: at(3), updatedAt: at(4) })).id;
+    });
+
+    test.each([
+      ['sort=size&order=desc', 'A C B'],
+      ['sort=size&order=asc', 'B C A'],
+      ['sort=created_at&order=desc', 'C B A'],
+      ['sort=created_at&order=asc', 'A B C'],
+      ['sort=updated_at&order=desc', 'B A C'],
+      ['sort=updated_at&order=asc', 'C A B'],
+      ['sort=added_at&order=desc', 'C B A'],
+      ['sort=added_at&order=asc', 'A B C'],
+      ['sort=name&order=asc', 'A B C'],
+      ['sort=bogus', 'C B A'],
+      ['sort=size', 'A C B'],
+      ['sort=size&order=upward', 'A C B'],
+      ['', 'C B A'],
+    ])('%s lists the files in the order %s', async (query, expected) => {
+      const byLetter: Record<string, string> = { A, B, C };
+
+      const res = await api.get(`/v1/files?folderId=${folder}&${query}`);
+
+      expect(res.status).toBe(200);
+      expect(ids(res)).toEqual(expected.split(' ').map((l) => byLetter[l]));
+    });
+  });
+
+  describe('paging', () => {
+    let ties: string;
+    let tieIds: string[];
+
+    beforeAll(async () => {
+      ties = await insertFolder(env.db, userId, 'ties');
+      tieIds = [];
+      for (let i = 0; i < 7; i++) tieIds.push((await seedFile(userId, `tie-${i}`, ties, { size: 42, createdAt: at(10), updatedAt: at(11) })).id);
+    });
+
+    test.each([
+      ['created_at', 'desc'],
+      ['created_at', 'asc'],
+      ['updated_at', 'desc'],
+      ['size', 'asc'],
+    ])('with equal %s values, %s pages are ordered by id and never overlap or skip', async (sort, order) => {
+      const seen: string[] = [];
+      const totals: number[] = [];
+
+      for (let offset = 0; offset < 9; offset += 3) {
+        const res = await api.get(`/v1/files?folderId=${ties}&sort=${sort}&order=${order}&limit=3&offset=${offset}`);
+        expect(res.status).toBe(200);
+        seen.push(...ids(res));
+        totals.push(res.body.total);
+      }
+
+      const sorted = [...tieIds].sort();
+      expect(seen).toEqual(order === 'asc' ? sorted : sorted.reverse());
+      expect(totals).toEqual([7, 7, 7]);
+    });
+
+    test('total counts every matching file whatever limit and offset say', async () => {
+      const page = await api.get(`/v1/files?folderId=${ties}&limit=2&offset=6`);
+      const beyond = await api.get(`/v1/files?folderId=${ties}&limit=2&offset=10`);
+
+      expect(page.body).toMatchObject({ total: 7, limit: 2, offset: 6 });
+      expect(page.body.items).toHaveLength(1);
+      expect(beyond.body).toEqual({ items: [], total: 7, limit: 2, offset: 10 });
+    });
+
+    test('an offset of twenty digits gives an empty page with the right total', async () => {
+      const res = await api.get(`/v1/files?folderId=${ties}&offset=99999999999999999999`);
+
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ items: [], total: 7 });
+    });
+
+    describe('with 1001 files', () => {
+      let big: string;
+
+      beforeAll(async () => {
+        big = await insertFolder(env.db, userId, 'big');
+        const rows = Array.from({ length: 1001 }, (_, i) => ({
+          id: newId(),
+          user_id: userId,
+          parent_id: big,
+          type: 'file',
+          name: `big-${String(i).padStart(4, '0')}`,
+          size_bytes: i,
+          mime_type: 'text/plain',
+          created_at: at(i % 50),
+          updated_at: at(i % 50),
+        }));
+        await env.db.batchInsert('resources', rows, 500);
+      });
+
+      test('no limit gives a page of 50', async () => {
+        const res = await api.get(`/v1/files?folderId=${big}`);
+
+        expect(res.body).toMatchObject({ total: 1001, limit: 50, offset: 0 });
+        expect(res.body.items).toHaveLength(50);
+      });
+
+      test.each(['1001', '5000', '99999999999999999999'])('limit=%s is clamped to 1000', async (limit) => {
+        const res = await api.get(`/v1/files?folderId=${big}&limit=${limit}`);
+
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ total: 1001, limit: 1000, offset: 0 });
+        expect(res.body.items).toHaveLength(1000);
+      });
+
+      test('limit=1000 returns 1000 items', async () => {
+        const res = await api.get(`/v1/files?folderId=${big}&limit=1000&offset=1`);
+
+        expect(res.body).toMatchObject({ total: 1001, limit: 1000, offset: 1 });
+        expect(res.body.items).toHaveLength(1000);
+      });
+    });
+  });
+
+  test.each([
+    ['limit=0'],
+    ['limit=-1'],
+    ['limit=1.5'],
+    ['limit=abc'],
+    ['limit=1e3'],
+    ['offset=-1'],
+    ['offset=1.5'],
+    ['offset=abc'],
+  ])('%s gives 400 INVALID_REQUEST', async (query) => {
+    expectError(await api.get(`/v1/files?${query}`), 400, 'INVALID_REQUEST');
+  });
+
+  test.each([
+    ['not hex', 'xyz'],
+    ['upper-case hex', 'ABCDEF0123456789ABCDEF0123456789'],
+    ['33 characters', `${newId()}0`],
+  ])('a malformed folderId (%s) gives 400 INVALID_REQUEST', async (_label, folderId) => {
+    expectError(await api.get(`/v1/files?folderId=${folderId}`), 400, 'INVALID_REQUEST');
+  });
+
+  test('a well-formed folderId that names nothing gives 404 NOT_FOUND', async () => {
+    expectError(await api.get(`/v1/files?folderId=${newId()}`), 404, 'NOT_FOUND');
+  });
+
+  test('a folderId that names a file gives 404 NOT_FOUND', async () => {
+    const file = await seedFile(userId, 'not-a-folder.txt', null);
+
+    expectError(await api.get(`/v1/files?folderId=${file.id}`), 404, 'NOT_FOUND');
+  });
+
+  test('a folderId of a deleted folder gives 404 NOT_FOUND', async () => {
+    const folder = await insertFolder(env.db, userId, 'deleted-folder', null, { deletedAt: at(1) });
+
+    expectError(await api.get(`/v1/files?folderId=${folder}`), 404, 'NOT_FOUND');
+  });
+});
+
+describe('GET /v1/files/search', () => {
+  const search = (q: string, extra = '') => api.get(`/v1/files/search?q=${encodeURIComponent(q)}${extra}`);
+
+  test('matches active files whose name contains q, case-insensitively, in any folder, by name ascending; folders never match', async () => {
+    const folder = await insertFolder(env.db, userId, 'search-home');
+    const f1 = await seedFile(userId, 'gamma report-qx1.pdf', folder);
+    const f2 = await seedFile(userId, 'alpha Report-QX1.txt', null);
+    const f3 = await seedFile(userId, 'beta REPORT-qx1', null);
+    await insertFolder(env.db, userId, 'report-qx1 folder');
+    await seedFile(userId, 'deleted report-qx1', null).then((f) => env.db('resources').where({ id: f.id }).update({ deleted_at: at(1) }));
+    await seedFile(userId, 'report qx1 spaced', null);
+
+    const res = await search('rEpOrT-Qx1');
+
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ items: [fileView(f2), fileView(f3), fileView(f1)], total: 3, limit: 50, offset: 0 });
+  });
+
+  test('equal names are ordered by id', async () => {
+    const inA = await seedFile(userId, 'same-qx2', await insertFolder(env.db, userId, 'qx2-a'));
+    const inB = await seedFile(userId, 'same-qx2', await insertFolder(env.db, userId, 'qx2-b'));
+    const other = await seedFile(userId, 'other-qx2', null);
+
+    const res = await search('qx2');
+
+    expect(ids(res)).toEqual([other.id, ...[inA.id, inB.id].sort()]);
+  });
+
+  describe('accents are significant', () => {
+    beforeAll(async () => {
+      await seedFile(userId, 'caf\u00e9-qx3.txt', null);
+      await seedFile(userId, 'cafe-qx3.txt', null);
+    });
+
+    test.each([
+      ['cafe-qx3', ['cafe-qx3.txt']],
+      ['caf\u00e9-qx3', ['caf\u00e9-qx3.txt']],
+      ['CAF\u00c9-QX3', ['caf\u00e9-qx3.txt']],
+      ['cafe\u0301-qx3', ['caf\u00e9-qx3.txt']],
+    ])('q=%j finds %j only', async (q, expected) => {
+      const res = await search(q);
+
+      expect(res.status).toBe(200);
+      expect(names(res)).toEqual(expected);
+    });
+  });
+
+  test.each([
+    ['%', '50%-qx4', ['50%-qx4', '50x-qx4', '5-qx4']],
+    ['_', 'a_b-qx5', ['a_b-qx5', 'axb-qx5']],
+    ['\\', 'a\\b-qx6', ['a\\b-qx6', 'ab-qx6']],
+    ['!', 'a!b-qx7', ['a!b-qx7', 'ab-qx7']],
+  ])('%s in q is a literal character, not a wildcard', async (_char, q, files) => {
+    for (const name of files) await seedFile(userId, name, null);
+
+    const res = await search(q);
+
+    expect(res.status).toBe(200);
+    expect(names(res)).toEqual([q]);
+  });
+
+  test('paging returns the requested slice and the total of all matches', async () => {
+    for (const n of [1, 2, 3, 4, 5]) await seedFile(userId, `page-qx8-${n}`, null);
+
+    const res = await search('page-qx8', '&limit=2&offset=2');
+
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ total: 5, limit: 2, offset: 2 });
+    expect(names(res)).toEqual(['page-qx8-3', 'page-qx8-4']);
+  });
+
+  test('no match gives items [] and total 0', async () => {
+    const res = await search('matches-nothing-qx9');
+
+    expect(res.body).toEqual({ items: [], total: 0, limit: 50, offset: 0 });
+  });
+
+  test.each([
+    ['255 ASCII characters', 'x'.repeat(255)],
+    ['255 characters outside the BMP', '\u{1F600}'.repeat(255)],
+  ])('q of %s is accepted', async (_label, q) => {
+    const res = await search(q);
+
+    expect(res.status).toBe(200);
+    expect(res.body.total).toBe(0);
+  });
+
+  test.each([
+    ['missing', '/v1/files/search'],
+    ['empty', '/v1/files/search?q='],
+    ['256 characters long', `/v1/files/search?q=${'x'.repeat(256)}`],
+  ])('q %s gives 400 INVALID_REQUEST', async (_label, url) => {
+    expectError(await api.get(url), 400, 'INVALID_REQUEST');
+  });
+
+  test.each(['limit=0', 'offset=-1'])('%s gives 400 INVALID_REQUEST', async (query) => {
+    expectError(await search('x', `&${query}`), 400, 'INVALID_REQUEST');
+  });
+});
+
+describe('GET /v1/files/:id', () => {
+  test('returns the file in the File representation', async () => {
+    const folder = await insertFolder(env.db, userId, 'get-home');
+    const file = await seedFile(userId, 'report.pdf', folder, { size: 1234, mimeType: 'application/pdf', createdAt: at(1), updatedAt: at(2) });
+
+    const res = await api.get(`/v1/files/${file.id}`);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(fileView(file));
+  });
+
+  test.each([
+    ['an unknown id', async () => newId()],
+    ['a malformed id', async () => 'not-an-id'],
+    ['a folder id', async () => insertFolder(env.db, userId, 'get-folder')],
+    ['a deleted file', async () => (await seedFile(userId, 'get-deleted.txt', null)).id],
+  ])('%s gives 404 NOT_FOUND', async (label, arrange) => {
+    const id = await arrange();
+    if (label === 'a deleted file') await api.delete(`/v1/files/${id}`);
+
+    expectError(await api.get(`/v1/files/${id}`), 404, 'NOT_FOUND');
+  });
+});
+
+describe('DELETE /v1/files/:id', () => {
+  test('soft-deletes the file: 200 with its id, deleted_at and updated_at set to one instant, and it leaves every listing', async () => {
+    const folder = await insertFolder(env.db, userId, 'delete-home');
+    const file = await seedFile(userId, 'doomed-qx10.txt', folder, { createdAt: at(1) });
+
+    const res = await api.delete(`/v1/files/${file.id}`);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ id: file.id });
+    const row = await env.db('resources').where({ id: file.id }).first();
+    expect(row.deleted_at).toBeInstanceOf(Date);
+    expect(row.updated_at.getTime()).toBe(row.deleted_at.getTime());
+    expect(row.updated_at.getTime()).toBeGreaterThan(at(1).getTime());
+    expectError(await api.get(`/v1/files/${file.id}`), 404, 'NOT_FOUND');
+    expect((await api.get(`/v1/files?folderId=${folder}`)).body).toMatchObject({ items: [], total: 0 });
+    expect((await api.get('/v1/files/search?q=doomed-qx10')).body).toMatchObject({ items: [], total: 0 });
+  });
+
+  test('deleting a deleted file gives 404 NOT_FOUND and keeps the first deletion time', async () => {
+    const file = await seedFile(userId, 'twice.txt', null);
+    await api.delete(`/v1/files/${file.id}`);
+    const first = (await env.db('resources').where({ id: file.id }).first()).deleted_at;
+
+    expectError(await api.delete(`/v1/files/${file.id}`), 404, 'NOT_FOUND');
+    expect((await env.db('resources').where({ id: file.id }).first()).deleted_at).toEqual(first);
+  });
+
+  test('a folder id gives 404 NOT_FOUND and the folder stays active', async () => {
+    const folder = await insertFolder(env.db, userId, 'not-deletable-here');
+
+    expectError(await api.delete(`/v1/files/${folder}`), 404, 'NOT_FOUND');
+    expect((await env.db('resources').where({ id: folder }).first()).deleted_at).toBeNull();
+  });
+
+  test.each([
+    ['an unknown id', newId()],
+    ['a malformed id', 'not-an-id'],
+  ])('%s gives 404 NOT_FOUND', async (_label, id) => {
+    expectError(await api.delete(`/v1/files/${id}`), 404, 'NOT_FOUND');
+  });
+});
+
+describe('GET /v1/folders errors', () => {
+  test('an unknown parentId gives 404 NOT_FOUND', async () => {
+    expectError(await api.get(`/v1/folders?parentId=${newId()}`), 404, 'NOT_FOUND');
+  });
+
+  test('a deleted parent gives 404 NOT_FOUND', async () => {
+    const parent = await insertFolder(env.db, userId, 'deleted-parent', null, { deletedAt: at(1) });
+
+    expectError(await api.get(`/v1/folders?parentId=${parent}`), 404, 'NOT_FOUND');
+  });
+
+  test('a parentId that names a file gives 404 NOT_FOUND', async () => {
+    const file = await seedFile(userId, 'file-as-parent.txt', null);
+
+    expectError(await api.get(`/v1/folders?parentId=${file.id}`), 404, 'NOT_FOUND');
+  });
+
+  test('a malformed parentId gives 400 INVALID_REQUEST', async () => {
+    expectError(await api.get('/v1/folders?parentId=nope'), 400, 'INVALID_REQUEST');
+  });
+});
