@@ -12,14 +12,7 @@ export interface UserRecord {
   deletedAt: Date | null;
 }
 
-export interface NewUser {
-  id: string;
-  username: string;
-  email: string | null;
-  passwordHash: string;
-  isAdmin: boolean;
-  createdAt: Date;
-}
+export type NewUser = Omit<UserRecord, 'deletedAt'>;
 
 /** The caller behind a token: an active user on an active device. */
 export interface Principal {
