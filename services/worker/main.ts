@@ -4,6 +4,7 @@ import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
 import { startOpsServer } from './ops.server';
 import { startSyncWorkers } from './sync.workers';
+import { WorkerMetrics } from './worker.metrics';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -11,7 +12,9 @@ async function main(): Promise<void> {
   await migrateToLatest(config.databaseUrl);
   const db = createDb(config.databaseUrl, { max: Math.min(config.syncShards, 20) });
   const sync = await startSyncWorkers(config, db, logger);
-  const ops = await startOpsServer(config.workerPort, db, sync.workers, logger);
+  const metrics = new WorkerMetrics();
+  metrics.observe(sync.workers);
+  const ops = await startOpsServer(config.workerPort, db, sync.workers, logger, metrics.registry);
   logger.info({ shards: config.syncShards, prefix: config.queuePrefix }, 'worker ready');
 
   let stopping = false;
