@@ -1,0 +1,149 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import type { Request, RequestHandler } from 'express';
+import { AppError, isAppError } from '../../../shared/errors';
+import type { UserRepository } from '../../../shared/db/user.repository';
+import { bearerToken } from '../auth/auth.middleware';
+import type { PasswordHasher } from '../auth/password.hasher';
+import type { TokenService } from '../auth/token.service';
+
+export const DASHBOARD_REALM = 'filesync';
+
+export interface AdminGateOptions {
+  /** How long a verified Basic credential is trusted without another Argon2 run. */
+  cacheTtlMs: number;
+  /** Failed Basic attempts per minute and client address before 429; 0 disables the limit. */
+  failuresPerMinute: number;
+  now?: () => number;
+}
+
+interface Verified {
+  /** The stored hash the password matched: a password change elsewhere invalidates the entry at once. */
+  passwordHash: string;
+  expiresAt: number;
+}
+
+const MAX_CACHED = 1000;
+const MAX_TRACKED_CLIENTS = 10_000;
+const WINDOW_MS = 60_000;
+
+const unauthorized = () => new AppError('UNAUTHORIZED', 'administrator credentials required: a Bearer token or HTTP Basic');
+const forbidden = () => new AppError('FORBIDDEN', 'administrators only');
+
+function basicCredentials(header: string): { username: string; password: string } | undefined {
+  const match = /^Basic ([A-Za-z0-9+/=]{1,2000})$/i.exec(header);
+  if (!match) return undefined;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon <= 0) return undefined;
+  const username = decoded.slice(0, colon);
+  const password = decoded.slice(colon + 1);
+  // The same bounds as the login route, so nobody can feed Argon2 a megabyte.
+  if (username.length > 255 || password.length === 0 || password.length > 1024) return undefined;
+  return { username, password };
+}
+
+/**
+ * Lets administrators, and only them, into the operator pages: by Bearer token like the API, or by
+ * HTTP Basic so that a browser can open the dashboard.
+ *
+ * A browser sends Basic credentials with every asset and every poll of the dashboard, and each
+ * Argon2 run costs 64 MiB, so a successful check is remembered for `cacheTtlMs`. The cache key is an
+ * HMAC of "username:password" under a key that lives only in this process, so the map never holds
+ * anything a leaked heap could turn back into a password quickly. Misses go through the shared
+ * PasswordHasher, so Basic checks queue behind the same Argon2 limiter as sign-ins, and repeated
+ * failures from one address are turned away before they reach Argon2.
+ */
+export class AdminGate {
+  private readonly cacheKey = randomBytes(32);
+  private readonly verified = new Map<string, Verified>();
+  private readonly failures = new Map<string, { count: number; resetAt: number }>();
+  private readonly now: () => number;
+
+  constructor(
+    private readonly users: UserRepository,
+    private readonly tokens: TokenService,
+    private readonly hasher: PasswordHasher,
+    private readonly options: AdminGateOptions,
+  ) {
+    this.now = options.now ?? Date.now;
+  }
+
+  middleware(): RequestHandler {
+    return async (req, res, next) => {
+      try {
+        await this.admit(req);
+      } catch (err) {
+        if (isAppError(err) && err.code === 'UNAUTHORIZED') res.setHeader('WWW-Authenticate', `Basic realm="${DASHBOARD_REALM}", charset="UTF-8"`);
+        throw err;
+      }
+      next();
+    };
+  }
+
+  /** Resolves for an administrator; throws 401, 403, 429 (too many failures) or 503 (Argon2 busy). */
+  async admit(req: Request): Promise<void> {
+    const header = req.headers.authorization ?? '';
+    if (/^Bearer /i.test(header)) return this.admitBearer(req);
+    const credentials = basicCredentials(header);
+    if (!credentials) throw unauthorized();
+    return this.admitBasic(credentials.username, credentials.password, req.ip ?? '');
+  }
+
+  private async admitBearer(req: Request): Promise<void> {
+    const token = bearerToken(req);
+    if (!token) throw unauthorized();
+    const claims = this.tokens.verify(token);
+    const principal = await this.users.findPrincipal(claims.userId, claims.deviceId);
+    if (!principal) throw unauthorized();
+    if (!principal.isAdmin) throw forbidden();
+  }
+
+  private async admitBasic(username: string, password: string, client: string): Promise<void> {
+    const user = await this.users.findByUsername(username);
+    const key = createHmac('sha256', this.cacheKey).update(`${username}:${password}`).digest('base64url');
+    const cached = this.verified.get(key);
+    const active = user && user.deletedAt === null ? user : undefined;
+    const hit = cached !== undefined && cached.expiresAt > this.now() && active !== undefined && active.passwordHash === cached.passwordHash;
+    if (!hit) {
+      if (cached) this.verified.delete(key);
+      this.refuseWhenLimited(client);
+      // Runs even for an unknown user (against the dummy hash), like login, so timing tells nothing.
+      const ok = await this.hasher.verify(user?.passwordHash, password);
+      if (!ok || !active) {
+        this.recordFailure(client);
+        throw unauthorized();
+      }
+      this.remember(key, active.passwordHash);
+    }
+    if (!active?.isAdmin) throw forbidden();
+  }
+
+  private remember(key: string, passwordHash: string): void {
+    if (this.verified.size >= MAX_CACHED) this.verified.delete(this.verified.keys().next().value!);
+    this.verified.set(key, { passwordHash, expiresAt: this.now() + this.options.cacheTtlMs });
+  }
+
+  private refuseWhenLimited(client: string): void {
+    if (this.options.failuresPerMinute <= 0) return;
+    const entry = this.failures.get(client);
+    const now = this.now();
+    if (entry && entry.resetAt > now && entry.count >= this.options.failuresPerMinute) {
+      throw new AppError('RATE_LIMITED', 'too many failed sign-ins, retry later', { retryAfter: Math.ceil((entry.resetAt - now) / 1000) });
+    }
+  }
+
+  private recordFailure(client: string): void {
+    if (this.options.failuresPerMinute <= 0) return;
+    const now = this.now();
+    const entry = this.failures.get(client);
+    if (entry && entry.resetAt > now) {
+      entry.count++;
+      return;
+    }
+    if (this.failures.size >= MAX_TRACKED_CLIENTS) {
+      for (const [k, e] of this.failures) if (e.resetAt <= now) this.failures.delete(k);
+      if (this.failures.size >= MAX_TRACKED_CLIENTS) this.failures.delete(this.failures.keys().next().value!);
+    }
+    this.failures.set(client, { count: 1, resetAt: now + WINDOW_MS });
+  }
+}

@@ -1,0 +1,127 @@
+import type { Request } from 'express';
+import { UserRepository } from '../../shared/db/user.repository';
+import { AppError } from '../../shared/errors';
+import { newId } from '../../shared/ids';
+import { ConcurrencyLimiter } from '../../services/gateway/auth/limiter';
+import { PasswordHasher } from '../../services/gateway/auth/password.hasher';
+import { TokenService } from '../../services/gateway/auth/token.service';
+import { AdminGate } from '../../services/gateway/ops/dashboard.auth';
+import { createTestEnv, JWT_SECRET, type TestEnv } from '../support/harness';
+
+/** The dashboard's admin gate: Basic checks are cached, limited, and never skip Argon2 on a miss. */
+class CountingHasher extends PasswordHasher {
+  verifies = 0;
+  override async verify(storedHash: string | undefined, password: string): Promise<boolean> {
+    this.verifies++;
+    return super.verify(storedHash, password);
+  }
+}
+
+const ADMIN = { username: 'gate-admin', password: 'gate-admin-password' };
+
+let env: TestEnv;
+let users: UserRepository;
+let hasher: CountingHasher;
+let clock: number;
+
+const request = (authorization: string, ip = '203.0.113.7') => ({ headers: { authorization }, ip }) as unknown as Request;
+const basic = (username: string, password: string) => `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+const gate = (failuresPerMinute = 0) => new AdminGate(users, new TokenService(JWT_SECRET), hasher, { cacheTtlMs: 60_000, failuresPerMinute, now: () => clock });
+
+async function refusal(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof AppError) return err.code;
+    throw err;
+  }
+  return 'admitted';
+}
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  users = new UserRepository(env.db);
+  hasher = new CountingHasher(new ConcurrencyLimiter(2, 10_000));
+  await users.insert({
+    id: newId(),
+    username: ADMIN.username,
+    email: null,
+    passwordHash: await hasher.hash(ADMIN.password),
+    isAdmin: true,
+    createdAt: new Date(),
+  });
+});
+
+afterAll(async () => {
+  await env.dropAll();
+});
+
+beforeEach(() => {
+  hasher.verifies = 0;
+  clock = Date.now();
+});
+
+test('a second Basic request with the same credentials within the cache time costs no Argon2 run', async () => {
+  const g = gate();
+  await g.admit(request(basic(ADMIN.username, ADMIN.password)));
+  await g.admit(request(basic(ADMIN.username, ADMIN.password)));
+  await g.admit(request(basic(ADMIN.username, ADMIN.password)));
+  expect(hasher.verifies).toBe(1);
+});
+
+test('once the cache time has passed, the password is verified again', async () => {
+  const g = gate();
+  await g.admit(request(basic(ADMIN.username, ADMIN.password)));
+  clock += 61_000;
+  await g.admit(request(basic(ADMIN.username, ADMIN.password)));
+  expect(hasher.verifies).toBe(2);
+});
+
+test('a password change invalidates the cached check at once', async () => {
+  const g = gate();
+  const user = await users.findByUsername(ADMIN.username);
+  await g.admit(request(basic(ADMIN.username, ADMIN.password)));
+  await users.updatePasswordHash(user!.id, await hasher.hash('another-password-1'), new Date());
+  try {
+    expect(await refusal(g.admit(request(basic(ADMIN.username, ADMIN.password))))).toBe('UNAUTHORIZED');
+    expect(hasher.verifies).toBe(2);
+  } finally {
+    await users.updatePasswordHash(user!.id, await hasher.hash(ADMIN.password), new Date());
+  }
+});
+
+test('wrong passwords are never cached: each one runs Argon2, unknown users too', async () => {
+  const g = gate();
+  expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-password'))))).toBe('UNAUTHORIZED');
+  expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-password'))))).toBe('UNAUTHORIZED');
+  expect(await refusal(g.admit(request(basic('nobody-here', 'wrong-password'))))).toBe('UNAUTHORIZED');
+  expect(hasher.verifies).toBe(3);
+});
+
+test('after too many failures from one address, further attempts get RATE_LIMITED without reaching Argon2', async () => {
+  const g = gate(2);
+  expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-1'))))).toBe('UNAUTHORIZED');
+  expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-2'))))).toBe('UNAUTHORIZED');
+  expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-3'))))).toBe('RATE_LIMITED');
+  expect(await refusal(g.admit(request(basic(ADMIN.username, ADMIN.password))))).toBe('RATE_LIMITED');
+  expect(hasher.verifies).toBe(2);
+  // Another address is not affected, and the window ends.
+  expect(await refusal(g.admit(request(basic(ADMIN.username, ADMIN.password), '198.51.100.1')))).toBe('admitted');
+  clock += 61_000;
+  expect(await refusal(g.admit(request(basic(ADMIN.username, ADMIN.password))))).toBe('admitted');
+});
+
+test('when the Argon2 limiter is saturated, a Basic check waits its turn and then gives up with SERVICE_UNAVAILABLE', async () => {
+  const limiter = new ConcurrencyLimiter(1, 20);
+  const g = new AdminGate(users, new TokenService(JWT_SECRET), new CountingHasher(limiter), { cacheTtlMs: 60_000, failuresPerMinute: 0 });
+  // Work holding the only slot, as a sign-in would through the same limiter.
+  let release!: () => void;
+  const holder = limiter.run(() => new Promise<void>((resolve) => (release = resolve)));
+  try {
+    expect(await refusal(g.admit(request(basic(ADMIN.username, ADMIN.password))))).toBe('SERVICE_UNAVAILABLE');
+  } finally {
+    release();
+    await holder;
+  }
+  expect(await refusal(g.admit(request(basic(ADMIN.username, ADMIN.password))))).toBe('admitted');
+});
