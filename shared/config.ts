@@ -50,13 +50,16 @@ const schema = Joi.object({
   .and('ADMIN_USERNAME', 'ADMIN_PASSWORD')
   .unknown(true);
 
+/** Every environment variable the services read; deployment files and .env.example are checked against it. */
+export const CONFIG_VARIABLES: readonly string[] = Object.freeze(Object.keys(schema.describe().keys ?? {}));
+
 /**
  * Reads and validates the environment. Throws ConfigError naming the offending variable, so the
  * process can print one clear line and exit.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const input: Record<string, string> = {};
-  for (const key of Object.keys(schema.describe().keys ?? {})) {
+  for (const key of CONFIG_VARIABLES) {
     const value = env[key];
     if (value !== undefined && value !== '') input[key] = value;
   }

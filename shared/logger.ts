@@ -19,11 +19,13 @@ const REDACT = [
   'res.headers["set-cookie"]',
 ];
 
-export function createLogger(service: string, level: string): Logger {
-  return pino({
+/** JSON lines on stdout; `destination` lets a test read what would have been written. */
+export function createLogger(service: string, level: string, destination?: pino.DestinationStream): Logger {
+  const options = {
     level,
     base: { service },
     redact: { paths: REDACT, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

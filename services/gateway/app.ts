@@ -18,7 +18,12 @@ import { fileRoutes } from './files/files.routes';
 import { FilesService } from './files/files.service';
 import { StagingStorage } from './files/upload.storage';
 import { errorHandler, notFoundHandler } from './http/errors.middleware';
+import { AdminGate } from './ops/dashboard.auth';
+import { dashboardRoutes } from './ops/dashboard.routes';
+import { docsRoutes } from './ops/docs.routes';
+import { GatewayMetrics, recordMountPath } from './ops/gateway.metrics';
 import { healthRoutes } from './ops/health.routes';
+import { metricsRoutes } from './ops/metrics.routes';
 import { syncRoutes } from './sync/sync.routes';
 import type { SyncClient } from './sync/sync.client';
 import { userRoutes } from './users/users.routes';
@@ -35,6 +40,7 @@ export interface Gateway {
   app: Express;
   hasher: PasswordHasher;
   storage: StagingStorage;
+  metrics: GatewayMetrics;
 }
 
 /** Wires the gateway's routes; starts nothing, so tests can bind it to an ephemeral port. */
@@ -49,10 +55,14 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const storage = new StagingStorage(config.uploadDir);
   const files = new FilesService(db, resources, config.uploadDir);
   const authenticated = requireUser(tokens, users);
+  const metrics = new GatewayMetrics(sync.queues);
+  // A verified Basic login is trusted for a minute: the dashboard sends it with every asset and poll.
+  const adminGate = new AdminGate(users, tokens, hasher, { cacheTtlMs: 60_000, failuresPerMinute: config.loginRateLimit });
 
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  app.use(metrics.http());
   app.use(
     pinoHttp({
       logger,
@@ -71,10 +81,16 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   );
 
   app.use(healthRoutes(db, sync));
+  app.use(metricsRoutes(metrics.registry));
+  app.use(docsRoutes());
+  app.use(dashboardRoutes(sync.queues, adminGate.middleware()));
 
   const v1 = express.Router();
+  v1.use(recordMountPath);
+  // Ahead of the body parser too, so a malformed sign-in counts as "invalid" rather than not at all.
+  v1.use('/auth/login', metrics.loginOutcomes());
   // The sync batch is parsed by its own route without loss of 64-bit integers, so it comes first.
-  v1.use(syncRoutes(sync, resources, authenticated));
+  v1.use(syncRoutes(metrics.meterSync(sync), resources, authenticated));
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'] }));
   v1.use(deviceRoutes(devices));
   v1.use(authRoutes(auth, config.loginRateLimit, authenticated));
@@ -84,5 +100,5 @@ export function buildGateway(deps: GatewayDeps): Gateway {
 
   app.use(notFoundHandler);
   app.use(errorHandler);
-  return { app, hasher, storage };
+  return { app, hasher, storage, metrics };
 }

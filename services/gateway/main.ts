@@ -1,10 +1,12 @@
 import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from '../../shared/config';
 import { createDb } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
 import { buildGateway } from './app';
 import { ensureInitialAdmin, resolveJwtSecret, StartupError } from './bootstrap';
+import { GracefulServer } from './http/graceful.server';
 import { SyncClient } from './sync/sync.client';
 
 async function main(): Promise<void> {
@@ -21,25 +23,22 @@ async function main(): Promise<void> {
   if ((await ensureInitialAdmin(config, db, hasher)) === 'created') logger.info('initial administrator created');
   await Promise.all([hasher.warmUp(), sync.ready(), storage.sweep(24 * 3600 * 1000)]);
 
-  const server: Server = app.listen(config.port, () => logger.info({ port: config.port }, 'gateway listening'));
+  // The bound port, not the configured one: with PORT=0 (tests, side-by-side runs) the OS picks it.
+  const server: Server = app.listen(config.port, () => logger.info({ port: (server.address() as AddressInfo).port }, 'gateway listening'));
   server.keepAliveTimeout = 65_000;
+  const graceful = new GracefulServer(server);
 
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'gateway stopping: finishing requests in flight');
-    const force = setTimeout(() => {
-      logger.warn('requests still in flight at the shutdown deadline; closing them');
-      server.closeAllConnections();
-    }, config.shutdownTimeoutMs);
-    force.unref();
-    server.close(async () => {
+    void graceful.close(config.shutdownTimeoutMs).then(async (outcome) => {
+      if (outcome === 'forced') logger.warn('requests were still in flight at the shutdown deadline; they were cut');
       await Promise.allSettled([sync.close(), db.destroy()]);
       logger.info('gateway stopped');
       process.exit(0);
     });
-    server.closeIdleConnections();
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
