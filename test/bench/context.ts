@@ -1,0 +1,49 @@
+import type { HttpClient } from './http.client';
+import type { BenchStack } from './stack';
+
+/** Sizes of one run; `--quick` shrinks every scenario. */
+export interface Profile {
+  name: 'full' | 'quick';
+  sync: { devices: number[]; batchSizes: number[]; durationMs: number };
+  reads: { sizes: number[]; durationS: number; connections: number; directReps: number };
+  transfer: { sizes: Array<{ label: string; bytes: number; reps: number }> };
+  login: { durationMs: number; burst: number };
+  snapshot: { changed: number; reps: number };
+}
+
+export const PROFILES: Record<Profile['name'], Profile> = {
+  full: {
+    name: 'full',
+    sync: { devices: [1, 16, 64], batchSizes: [1, 100, 1000], durationMs: 3000 },
+    reads: { sizes: [10_000, 100_000], durationS: 4, connections: 32, directReps: 20 },
+    transfer: {
+      sizes: [
+        { label: '1 MiB', bytes: 1024 * 1024, reps: 30 },
+        { label: '100 MiB', bytes: 100 * 1024 * 1024, reps: 3 },
+      ],
+    },
+    login: { durationMs: 5000, burst: 100 },
+    snapshot: { changed: 10_000, reps: 20 },
+  },
+  quick: {
+    name: 'quick',
+    sync: { devices: [1, 16], batchSizes: [1, 100], durationMs: 1000 },
+    reads: { sizes: [1_000, 10_000], durationS: 1, connections: 32, directReps: 5 },
+    transfer: {
+      sizes: [
+        { label: '1 MiB', bytes: 1024 * 1024, reps: 10 },
+        { label: '10 MiB', bytes: 10 * 1024 * 1024, reps: 2 },
+      ],
+    },
+    login: { durationMs: 1500, burst: 30 },
+    snapshot: { changed: 2_000, reps: 5 },
+  },
+};
+
+export interface BenchContext {
+  stack: BenchStack;
+  client: HttpClient;
+  adminToken: string;
+  profile: Profile;
+  log: (line: string) => void;
+}

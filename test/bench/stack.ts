@@ -1,0 +1,250 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, promises as fs } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Queue } from 'bullmq';
+import IORedis from 'ioredis';
+import { createDb, type Db } from '../../shared/db/knex';
+import { syncQueueNames } from '../../shared/queue/sync.contract';
+
+const ROOT = path.join(__dirname, '..', '..', '..');
+const GATEWAY_MAIN = path.join(ROOT, 'dist', 'services', 'gateway', 'main.js');
+const WORKER_MAIN = path.join(ROOT, 'dist', 'services', 'worker', 'main.js');
+
+export const REDIS_URL = 'redis://127.0.0.1:6379';
+export const ADMIN = { username: 'bench-admin', password: 'bench-admin-password-1' };
+/** Settings the bench gives the service; everything else keeps its production default. */
+export const SYNC_SHARDS = 8;
+export const LOGIN_CONCURRENCY = 2;
+/**
+ * Raised from the 30 s default: with 64 devices each sending 1000 ops at once, the last batch of a
+ * shard waits behind the others; the bench measures that wait instead of turning it into 503s.
+ */
+export const SYNC_TIMEOUT_MS = 120_000;
+export const DEFAULT_SYNC_TIMEOUT_MS = 30_000;
+
+export interface StackOptions {
+  /** Directory for --cpu-prof output; the processes are profiled when set. */
+  cpuProfDir?: string;
+  /** Extra environment for both processes. */
+  env?: Record<string, string>;
+  log: (line: string) => void;
+}
+
+interface Child {
+  name: string;
+  proc: ChildProcess;
+  output: () => string;
+  exited: Promise<void>;
+}
+
+/** The service's own settings: taken from the bench, never from the shell it was started in. */
+const SERVICE_SETTING = /^(DATABASE_URL|REDIS_URL|PORT|WORKER_PORT|DATA_DIR|UPLOAD_DIR|MAX_UPLOAD_BYTES|JWT_SECRET|ADMIN_\w+|LOGIN_\w+|SYNC_\w+|QUEUE_PREFIX|LOG_LEVEL|SHUTDOWN_TIMEOUT_MS)$/;
+
+function inheritedEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([key]) => !SERVICE_SETTING.test(key)));
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The service as it runs in production: the built gateway and worker as separate node processes, on a
+ * database, upload directory and queue prefix of their own, on the local MariaDB and Redis. `stop()`
+ * removes all of it and is safe to call more than once, from a signal handler included.
+ */
+export class BenchStack {
+  readonly name = `filesync_bench_${randomBytes(5).toString('hex')}`;
+  readonly databaseUrl = `mysql://root@127.0.0.1:3306/${this.name}`;
+  readonly jwtSecret = randomBytes(32).toString('hex');
+  dir = '';
+  uploadDir = '';
+  port = 0;
+  baseUrl = '';
+  /** The bench's own pool on the service's database: data loading and the direct (no-HTTP) ceilings. */
+  db!: Db;
+  gateway?: Child;
+  worker?: Child;
+  private stopping?: Promise<void>;
+
+  constructor(private readonly options: StackOptions) {}
+
+  get queuePrefix(): string {
+    return this.name;
+  }
+
+  env(): Record<string, string> {
+    return {
+      DATABASE_URL: this.databaseUrl,
+      REDIS_URL,
+      UPLOAD_DIR: this.uploadDir,
+      DATA_DIR: this.dir,
+      QUEUE_PREFIX: this.queuePrefix,
+      ADMIN_USERNAME: ADMIN.username,
+      ADMIN_PASSWORD: ADMIN.password,
+      JWT_SECRET: this.jwtSecret,
+      PORT: String(this.port),
+      WORKER_PORT: '0',
+      LOG_LEVEL: 'warn',
+      LOGIN_RATE_LIMIT: '0',
+      SYNC_SHARDS: String(SYNC_SHARDS),
+      LOGIN_CONCURRENCY: String(LOGIN_CONCURRENCY),
+      SYNC_TIMEOUT_MS: String(SYNC_TIMEOUT_MS),
+      ...(this.options.env ?? {}),
+    };
+  }
+
+  async start(): Promise<void> {
+    for (const main of [GATEWAY_MAIN, WORKER_MAIN]) {
+      if (!existsSync(main)) throw new Error(`${main} is missing: run "npm run build" first (npm run bench does)`);
+    }
+    this.dir = await fs.mkdtemp(path.join(os.tmpdir(), `${this.name}-`));
+    this.uploadDir = path.join(this.dir, 'uploads');
+    await fs.mkdir(this.uploadDir, { recursive: true });
+    this.port = await freePort();
+    this.baseUrl = `http://127.0.0.1:${this.port}`;
+
+    // The gateway migrates the fresh database; the worker starts once it has, so they do not contend.
+    this.gateway = this.spawn('gateway', GATEWAY_MAIN);
+    await this.waitFor('gateway', async () => {
+      const res = await fetch(`${this.baseUrl}/readyz`).catch(() => undefined);
+      return res?.status === 200;
+    });
+    this.worker = this.spawn('worker', WORKER_MAIN);
+    await this.waitFor('worker', () => this.workersReady());
+    this.db = createDb(this.databaseUrl, { max: SYNC_SHARDS });
+  }
+
+  private spawn(name: string, main: string): Child {
+    const args = this.options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${this.options.cpuProfDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+    const proc = spawn(process.execPath, [...args, main], { env: { ...inheritedEnv(), ...this.env() }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    const keep = (d: Buffer) => {
+      out = (out + d.toString()).slice(-20_000);
+    };
+    proc.stdout!.on('data', keep);
+    proc.stderr!.on('data', keep);
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    return { name, proc, output: () => out, exited };
+  }
+
+  private async waitFor(name: 'gateway' | 'worker', ready: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+    const child = name === 'gateway' ? this.gateway! : this.worker!;
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (child.proc.exitCode !== null || child.proc.signalCode !== null) {
+        throw new Error(`the ${name} exited during start-up:\n${child.output()}`);
+      }
+      if (await ready()) return;
+      await sleep(100);
+    }
+    throw new Error(`the ${name} was not ready within ${timeoutMs} ms:\n${child.output()}`);
+  }
+
+  /** The worker logs at warn, so readiness is read from Redis: a worker registered on every shard queue. */
+  private async workersReady(): Promise<boolean> {
+    const connection = new IORedis(REDIS_URL, { maxRetriesPerRequest: 1 });
+    try {
+      for (const name of syncQueueNames(SYNC_SHARDS)) {
+        const queue = new Queue(name, { connection, prefix: this.queuePrefix });
+        const count = await queue.getWorkersCount();
+        await queue.close();
+        if (count < 1) return false;
+      }
+      return true;
+    } finally {
+      connection.disconnect();
+    }
+  }
+
+  get gatewayPid(): number {
+    const pid = this.gateway?.proc.pid;
+    if (!pid) throw new Error('the gateway is not running');
+    return pid;
+  }
+
+  /** Stops both processes (SIGTERM, then SIGKILL), drops the database, the Redis keys and the files. */
+  stop(): Promise<void> {
+    this.stopping ??= this.teardown();
+    return this.stopping;
+  }
+
+  private async teardown(): Promise<void> {
+    const problems: string[] = [];
+    await Promise.all(
+      [this.gateway, this.worker].map(async (child) => {
+        if (!child || child.proc.exitCode !== null || child.proc.signalCode !== null) return;
+        child.proc.kill('SIGTERM');
+        const killed = await Promise.race([child.exited.then(() => false), sleep(15_000).then(() => true)]);
+        if (killed) {
+          problems.push(`${child.name} did not stop on SIGTERM; killed`);
+          child.proc.kill('SIGKILL');
+          await child.exited;
+        }
+      }),
+    );
+    if (this.db) {
+      await this.db.raw(`DROP DATABASE IF EXISTS \`${this.name}\``).catch((err: Error) => problems.push(`drop database: ${err.message}`));
+      await this.db.destroy().catch(() => undefined);
+    } else {
+      // Start-up failed before the pool existed; the gateway may still have created the database.
+      const db = createDb(this.databaseUrl.replace(/\/[^/]+$/, '/mysql'), { max: 1 });
+      await db.raw(`DROP DATABASE IF EXISTS \`${this.name}\``).catch((err: Error) => problems.push(`drop database: ${err.message}`));
+      await db.destroy().catch(() => undefined);
+    }
+    await deleteKeys(`${this.queuePrefix}`).catch((err: Error) => problems.push(`redis keys: ${err.message}`));
+    if (this.dir) await fs.rm(this.dir, { recursive: true, force: true }).catch((err: Error) => problems.push(`files: ${err.message}`));
+    for (const p of problems) this.options.log(`cleanup: ${p}`);
+  }
+}
+
+/**
+ * Removes every Redis key of this run: the service's queues (`<prefix>:...`) and the bench's own
+ * ceiling queues (`<prefix>_ceil:...`). The prefix carries a random part, so nothing else matches.
+ */
+export async function deleteKeys(prefix: string): Promise<number> {
+  const redis = new IORedis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  let removed = 0;
+  try {
+    for (const pattern of [`${prefix}:*`, `${prefix}_*`]) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+        if (keys.length > 0) removed += await redis.del(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+    }
+  } finally {
+    redis.disconnect();
+  }
+  return removed;
+}
+
+/** Resident memory of a process from /proc: current (VmRSS) and peak since start or reset (VmHWM), in bytes. */
+export async function memoryOf(pid: number): Promise<{ rss: number; hwm: number }> {
+  const status = await fs.readFile(`/proc/${pid}/status`, 'utf8');
+  const read = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
+  return { rss: read('VmRSS'), hwm: read('VmHWM') };
+}
+
+/** Resets a process's VmHWM to its current RSS (Linux: "5" into clear_refs). False when not permitted. */
+export async function resetPeakMemory(pid: number): Promise<boolean> {
+  try {
+    await fs.writeFile(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,192 @@
+import { randomBytes } from 'node:crypto';
+import { BatchApplier } from '../../services/worker/batch.applier';
+import { shardOf } from '../../shared/queue/sync.contract';
+import type { BenchContext } from './context';
+import { provisionUsers } from './http.client';
+import { OpsGenerator } from './ops.generator';
+import { DEFAULT_SYNC_TIMEOUT_MS, SYNC_SHARDS, SYNC_TIMEOUT_MS } from './stack';
+import { figure, fmt, fmtRatio, msSince, now, summarize, type Figure, type ScenarioReport } from './stats';
+import { BareQueue, closedLoops, jobBreakdown, queryCounter, ShardGate, type RunResult, type Timeline } from './sync.paths';
+
+export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
+  const { stack, client, profile, log } = ctx;
+  const maxDevices = Math.max(...profile.sync.devices);
+  log(`sync: provisioning ${maxDevices} users with a device each`);
+  const users = await provisionUsers(
+    client,
+    ctx.adminToken,
+    Array.from({ length: maxDevices }, (_, i) => `sync-${i}`),
+  );
+  // Separate outboxes per path, so every path applies fresh ops; the direct path uses device ids of its own.
+  const viaService = users.map((_, i) => new OpsGenerator(`s${i}`, 1000 + i));
+  const viaQueue = users.map((_, i) => new OpsGenerator(`q${i}`, 2000 + i));
+  const viaApplier = users.map((_, i) => new OpsGenerator(`a${i}`, 3000 + i));
+  const directDevices = users.map(() => randomBytes(16).toString('hex'));
+  const applier = new BatchApplier(stack.db);
+  const bare = new BareQueue(`${stack.queuePrefix}_ceil`);
+  await bare.start();
+
+  const timelines = new Map<string, Timeline>();
+  let nonApplied = 0;
+  const service = async (device: number, size: number): Promise<boolean> => {
+    const user = users[device]!;
+    const requestId = randomBytes(12).toString('hex');
+    const body = `{"ops":${viaService[device]!.batch(size)}}`;
+    const clientStart = Date.now();
+    const res = await client.request('POST', '/v1/sync/ops', {
+      headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json', 'x-request-id': requestId },
+      body,
+    });
+    timelines.set(requestId, { requestId, clientStart, clientEnd: Date.now() });
+    if (res.status !== 200) return false;
+    const result = JSON.parse(res.body.toString('utf8')) as { applied: Array<{ outcome: string }>; failed: unknown };
+    nonApplied += result.applied.filter((a) => a.outcome !== 'applied').length;
+    return result.failed === null && result.applied.length === size;
+  };
+  const gate = new ShardGate();
+  const direct = async (device: number, size: number): Promise<boolean> => {
+    const opsJson = viaApplier[device]!.batch(size);
+    const result = await gate.run(shardOf(users[device]!.deviceId, SYNC_SHARDS), () =>
+      applier.apply({ userId: users[device]!.userId, deviceId: directDevices[device]!, opsJson }),
+    );
+    nonApplied += result.applied.filter((a) => a.outcome !== 'applied').length;
+    return result.failed === null;
+  };
+  const queued = (device: number, size: number) => bare.submit(users[device]!, viaQueue[device]!.batch(size));
+
+  const counter = queryCounter(stack.db);
+  const figures: Figure[] = [];
+  const rows: string[][] = [];
+  const breakdownRows: string[][] = [];
+  const cells: Record<string, unknown>[] = [];
+  const errors = { service: 0, queue: 0, direct: 0 };
+  try {
+    // Warm-up: connections, pools and JIT on every path, with every device.
+    log('sync: warm-up');
+    bare.current = 10;
+    await closedLoops(maxDevices, 10, 0, (d) => queued(d, 10));
+    await closedLoops(maxDevices, 10, 0, (d) => direct(d, 10));
+    await closedLoops(maxDevices, 10, 0, (d) => service(d, 10));
+    timelines.clear();
+
+    for (const devices of profile.sync.devices) {
+      for (const size of profile.sync.batchSizes) {
+        const kase = `${devices} device${devices > 1 ? 's' : ''} x ${size} op${size > 1 ? 's' : ''}`;
+        const duration = profile.sync.durationMs;
+        bare.current = size;
+        const q = await closedLoops(devices, size, duration, (d) => queued(d, size));
+        counter.reset();
+        const a = await closedLoops(devices, size, duration, (d) => direct(d, size));
+        const queries = counter.snapshot();
+        timelines.clear();
+        const s = await closedLoops(devices, size, duration, (d) => service(d, size));
+        const breakdown = await jobBreakdown(stack.queuePrefix, timelines);
+        log(`sync: ${kase}: service ${fmt(s.opsPerSec)} ops/s, BullMQ no-op ${fmt(q.opsPerSec)}, direct ${fmt(a.opsPerSec)}`);
+
+        const ceilings = (pick: (r: RunResult) => number) => [
+          { name: 'bare BullMQ round trip', value: pick(q) },
+          { name: 'BatchApplier direct', value: pick(a) },
+        ];
+        figures.push(
+          figure('sync', kase, 'throughput', 'ops/s', 'rate', s.opsPerSec, ceilings((r) => r.opsPerSec)),
+          figure('sync', kase, 'batch latency p50', 'ms', 'time', s.latency.p50, ceilings((r) => r.latency.p50)),
+          figure('sync', kase, 'batch latency p99', 'ms', 'time', s.latency.p99, ceilings((r) => r.latency.p99)),
+        );
+        rows.push([
+          String(devices),
+          String(size),
+          fmt(s.opsPerSec),
+          `${fmt(s.latency.p50)} / ${fmt(s.latency.p99)}`,
+          fmt(q.opsPerSec),
+          `${fmt(q.latency.p50)} / ${fmt(q.latency.p99)}`,
+          fmtRatio(s.opsPerSec, q.opsPerSec, 'rate'),
+          fmt(a.opsPerSec),
+          `${fmt(a.latency.p50)} / ${fmt(a.latency.p99)}`,
+          fmtRatio(s.opsPerSec, a.opsPerSec, 'rate'),
+        ]);
+        const queryTotal = Object.values(queries).reduce((x, y) => x + y, 0);
+        if (breakdown) {
+          breakdownRows.push([
+            String(devices),
+            String(size),
+            fmt(breakdown.httpIn!),
+            fmt(breakdown.enqueue!),
+            fmt(breakdown.queueWait!),
+            fmt(breakdown.apply!),
+            fmt(breakdown.resultOut!),
+            fmt(breakdown.total!),
+            fmt(queryTotal / a.batches, 1),
+          ]);
+        }
+        cells.push({
+          case: kase,
+          devices,
+          batchSize: size,
+          service: s,
+          bareQueue: q,
+          direct: a,
+          serviceBreakdownMeanMs: breakdown,
+          directQueriesPerBatch: Object.fromEntries(Object.entries(queries).map(([k, v]) => [k, v / a.batches])),
+        });
+        errors.service += s.errors;
+        errors.queue += q.errors;
+        errors.direct += a.errors;
+        if (s.errors + q.errors + a.errors > 0) log(`sync: ${kase}: errors service=${s.errors} queue=${q.errors} direct=${a.errors}`);
+      }
+    }
+  } finally {
+    counter.stop();
+    await bare.stop();
+  }
+
+  // The floor of one statement: a SELECT 1 round trip through knex and mysql2, from this process.
+  const pings: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    const t = now();
+    await stack.db.raw('SELECT 1');
+    pings.push(msSince(t));
+  }
+  const ping = summarize(pings);
+  const perStatement = cells
+    .filter((c) => c.devices === 1)
+    .map((c) => {
+      const direct = c.direct as RunResult;
+      const statements = Object.values(c.directQueriesPerBatch as Record<string, number>).reduce((x, y) => x + y, 0);
+      return `${c.batchSize} op${(c.batchSize as number) > 1 ? 's' : ''}: ${fmt(direct.latency.p50 / statements, 2)} ms`;
+    });
+  const overDefaultTimeout = cells
+    .filter((c) => (c.service as RunResult).latency.max > DEFAULT_SYNC_TIMEOUT_MS)
+    .map((c) => `${c.case} (max ${fmt((c.service as RunResult).latency.max / 1000)} s)`);
+  const mix = viaService.reduce(
+    (m, g) => ({ create: m.create + g.mix.create, update: m.update + g.mix.update, move: m.move + g.mix.move, delete: m.delete + g.mix.delete }),
+    { create: 0, update: 0, move: 0, delete: 0 },
+  );
+  return {
+    name: 'sync',
+    title: 'Sync throughput: POST /v1/sync/ops (ops/s; batch latency p50 / p99 in ms)',
+    headers: ['devices', 'ops/batch', 'service ops/s', 'service p50 / p99', 'BullMQ no-op ops/s', 'BullMQ p50 / p99', 'of BullMQ', 'direct ops/s', 'direct p50 / p99', 'of direct'],
+    rows,
+    notes: [
+      'BullMQ no-op: the gateway\'s SyncClient enqueues the same batch on the same 8 shard queues and awaits the result via QueueEvents; workers configured as the service\'s return a ready result of the real size.',
+      'direct: BatchApplier.apply (the worker\'s code) on the same ops mix in the bench process, pool of 8 like the worker, one batch at a time per shard with devices on the same shards as in the service (what the queues allow), no HTTP and no queue.',
+      `SYNC_TIMEOUT_MS is ${SYNC_TIMEOUT_MS / 1000} s for the bench (default ${DEFAULT_SYNC_TIMEOUT_MS / 1000} s). Cells where some batch took longer than the default, and would have been answered 503 in production: ${overDefaultTimeout.length > 0 ? overDefaultTimeout.join('; ') : 'none'}.`,
+      `One statement's floor: SELECT 1 through knex from the bench process, p50 ${fmt(ping.p50, 2)} ms. The worker's own statements, one device (direct p50 / statements per batch): ${perStatement.join(', ')}.`,
+      `Ops mix sent through the service: ${mix.create} creates, ${mix.update} renames, ${mix.move} moves, ${mix.delete} deletes; outcomes other than "applied" (all paths): ${nonApplied}; failed batches or errors: service ${errors.service}, BullMQ ${errors.queue}, direct ${errors.direct}.`,
+    ],
+    figures,
+    extraTables: [
+      {
+        title: 'Where a service batch spends its time (mean ms per batch, client clock joined with the job\'s timestamps on X-Request-Id; SQL statements counted on the direct run)',
+        headers: ['devices', 'ops/batch', 'HTTP in+auth+parse', 'enqueue', 'queue wait', 'apply (worker)', 'result to client', 'total', 'SQL statements/batch'],
+        rows: breakdownRows,
+      },
+    ],
+    details: {
+      cells,
+      mix,
+      nonApplied,
+      errors,
+      selectOneRoundTrip: ping,
+    },
+  };
+}
