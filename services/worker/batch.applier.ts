@@ -78,8 +78,7 @@ export class BatchApplier {
         }
         await traces.insertMany(newTraces);
         return { applied, failed };
-      },
-      { isolationLevel: 'read committed' },
+      }
     );
   }
 }

@@ -57,7 +57,12 @@ export function createDb(url: string, pool: { min?: number; max?: number } = {})
       afterCreate(conn: { query: (sql: string, cb: (err: Error | null) => void) => void }, done: (err: Error | null, c: unknown) => void) {
         conn.query(
           "SET time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'",
-          (err) => done(err, conn),
+          (err) => {
+            if (err) return done(err, conn);
+            // Writers lock the owner's row first and then must see what the previous holder
+            // committed; set once per connection rather than once per transaction.
+            conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', (e) => done(e, conn));
+          },
         );
       },
     },

@@ -145,32 +145,51 @@ export class ResourceRepository {
   }
 
   async listFiles(userId: string, parentId: string | null, q: ListQuery): Promise<PageResult<ResourceRecord>> {
-    const where = { user_id: userId, parent_key: parentId ?? '', type: 'file', alive: 1 };
     const direction = q.descending ? 'desc' : 'asc';
-    const [rows, count] = await Promise.all([
-      this.db('resources')
-        .where(where)
-        .orderBy([
-          { column: q.sort, order: direction },
-          { column: 'id', order: direction },
-        ])
-        .limit(q.limit)
-        .offset(q.offset)
-        .select(COLUMNS),
-      this.db('resources').where(where).count<{ n: number | string }[]>({ n: '*' }),
-    ]);
-    return { items: (rows as ResourceRow[]).map(toRecord), total: Number(count[0]?.n ?? 0) };
+    return this.page(
+      () => this.db('resources').where({ user_id: userId, parent_key: parentId ?? '', type: 'file', alive: 1 }),
+      [
+        { column: q.sort, order: direction },
+        { column: 'id', order: direction },
+      ],
+      q.limit,
+      q.offset,
+    );
   }
 
   /** Case-insensitive substring search on names; LOWER on both sides keeps accents significant. */
   async searchFiles(userId: string, text: string, limit: number, offset: number): Promise<PageResult<ResourceRecord>> {
-    const base = () =>
-      this.db('resources')
-        .where({ user_id: userId, type: 'file', alive: 1 })
-        .andWhereRaw("LOWER(name) LIKE LOWER(?) ESCAPE '!'", [likeContains(text)]);
+    return this.page(
+      () =>
+        this.db('resources')
+          .where({ user_id: userId, type: 'file', alive: 1 })
+          .andWhereRaw("LOWER(name) LIKE LOWER(?) ESCAPE '!'", [likeContains(text)]),
+      [
+        { column: 'name', order: 'asc' },
+        { column: 'id', order: 'asc' },
+      ],
+      limit,
+      offset,
+    );
+  }
+
+  /**
+   * One page and the total. The page is a deferred join: the ids are picked on the covering index
+   * (filter, order, offset), and only the rows of the page are read in full.
+   */
+  private async page(
+    matching: () => Knex.QueryBuilder,
+    order: { column: string; order: 'asc' | 'desc' }[],
+    limit: number,
+    offset: number,
+  ): Promise<PageResult<ResourceRecord>> {
+    const ids = matching().orderBy(order).limit(limit).offset(offset).select('id');
     const [rows, count] = await Promise.all([
-      base().orderBy([{ column: 'name' }, { column: 'id' }]).limit(limit).offset(offset).select(COLUMNS),
-      base().count<{ n: number | string }[]>({ n: '*' }),
+      this.db('resources as r')
+        .join(ids.as('page'), 'page.id', 'r.id')
+        .orderBy(order.map((o) => ({ column: `r.${o.column}`, order: o.order })))
+        .select(COLUMNS.map((c) => `r.${c}`)),
+      matching().count<{ n: number | string }[]>({ n: '*' }),
     ]);
     return { items: (rows as ResourceRow[]).map(toRecord), total: Number(count[0]?.n ?? 0) };
   }

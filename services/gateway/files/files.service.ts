@@ -120,8 +120,7 @@ export class FilesService {
           await fs.mkdir(path.dirname(target), { recursive: true });
           await fs.rename(staged.path, target);
           placed = target;
-        },
-        { isolationLevel: 'read committed' },
+        }
       );
       placed = undefined;
       return record;

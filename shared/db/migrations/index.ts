@@ -3,6 +3,7 @@ import * as createUsers from './20261121000001_create_users';
 import * as createDevices from './20261121000002_create_devices';
 import * as createResources from './20261121000003_create_resources';
 import * as createOperationTraces from './20261121000004_create_operation_traces';
+import * as coverSnapshotIndex from './20261121000005_cover_snapshot_index';
 
 interface Migration {
   name: string;
@@ -11,7 +12,7 @@ interface Migration {
 }
 
 /** Every migration, oldest first. Listed here so the same code runs from TypeScript and from dist/. */
-const MIGRATIONS: Migration[] = [createUsers, createDevices, createResources, createOperationTraces];
+const MIGRATIONS: Migration[] = [createUsers, createDevices, createResources, createOperationTraces, coverSnapshotIndex];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {
   getMigrations: async () => MIGRATIONS,
