@@ -1,10 +1,10 @@
 import { gzipSync } from 'node:zlib';
 import { ResourceRepository } from '../../shared/db/resource.repository';
+import { SNAPSHOT_LIMIT, snapshotBody } from '../../services/gateway/sync/sync.routes';
 import type { BenchContext } from './context';
 import { readDataset } from './dataset';
 import { figure, fmt, fmtBytes, fmtRatio, msSince, now, summarize, type ScenarioReport } from './stats';
 
-const SNAPSHOT_LIMIT = 10_000;
 
 /**
  * GET /v1/sync/permissions for a device that has been away while `changed` resources changed: the
@@ -49,18 +49,7 @@ export async function runSnapshot(ctx: BenchContext): Promise<ScenarioReport> {
     const t = now();
     const rows = await repo.changedSince(userId, after, SNAPSHOT_LIMIT + 1);
     queryOnly.push(msSince(t));
-    JSON.stringify({
-      items: rows.slice(0, SNAPSHOT_LIMIT).map((r) => ({
-        id: r.id,
-        type: r.type,
-        name: r.name,
-        parentId: r.parentId ?? '',
-        updatedAt: r.updatedAt.getTime(),
-        effectiveAccess: 'owner',
-      })),
-      cachedAt: Date.now(),
-      truncated: rows.length > SNAPSHOT_LIMIT,
-    });
+    JSON.stringify(snapshotBody(rows, Date.now()));
     withJson.push(msSince(t));
   }
   const ceil = summarize(withJson);

@@ -3,15 +3,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { TestEnv } from './harness';
 
-const GATEWAY_MAIN = path.join(__dirname, '..', '..', 'dist', 'services', 'gateway', 'main.js');
-
-export interface GatewayProcess {
-  child: ChildProcess;
+export interface GatewayProcess extends ServiceProcess {
   baseUrl: string;
-  /** Everything the process wrote to stdout and stderr so far. */
-  output: () => string;
-  /** Resolves with the exit code (or signal) once the process has ended. */
-  exited: Promise<number | string | null>;
 }
 
 /** Resolves once `output()` contains `text`; rejects when the process ends first or after `timeoutMs`. */
@@ -43,22 +36,42 @@ export function waitForOutput(
   });
 }
 
-/** A real gateway process built by `npm run build`, on a port the OS picks; resolves once it listens. */
-export async function spawnGateway(env: TestEnv, extra: Record<string, string> = {}): Promise<GatewayProcess> {
-  if (!existsSync(GATEWAY_MAIN)) throw new Error(`${GATEWAY_MAIN} is missing: run "npm run build" (npm test does)`);
-  const child = spawn(process.execPath, [GATEWAY_MAIN], {
-    env: { ...process.env, ...env.env, LOG_LEVEL: 'info', PORT: '0', ...extra },
+export interface ServiceProcess {
+  child: ChildProcess;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output: () => string;
+  /** Resolves with the exit code (or signal) once the process has ended. */
+  exited: Promise<number | string | null>;
+}
+
+/** A real service process built by `npm run build` (`npm test` builds first); resolves once it prints `ready`. */
+export async function spawnService(
+  service: 'gateway' | 'worker',
+  ready: string,
+  env: TestEnv,
+  extra: Record<string, string>,
+): Promise<ServiceProcess> {
+  const main = path.join(__dirname, '..', '..', 'dist', 'services', service, 'main.js');
+  if (!existsSync(main)) throw new Error(`${main} is missing: run "npm run build" (npm test does)`);
+  const child = spawn(process.execPath, [main], {
+    env: { ...process.env, ...env.env, LOG_LEVEL: 'info', PORT: '0', WORKER_PORT: '0', ...extra },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | string | null>((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal)));
-  const proc = { child, output: () => out };
-  await waitForOutput(proc, 'gateway listening');
-  const line = out.split('\n').find((l) => l.includes('gateway listening'))!;
+  const proc = { child, output: () => out, exited };
+  await waitForOutput(proc, ready);
+  return proc;
+}
+
+/** A real gateway process on a port the OS picks; resolves once it listens. */
+export async function spawnGateway(env: TestEnv, extra: Record<string, string> = {}): Promise<GatewayProcess> {
+  const proc = await spawnService('gateway', 'gateway listening', env, extra);
+  const line = proc.output().split('\n').find((l) => l.includes('gateway listening'))!;
   const { port } = JSON.parse(line) as { port: number };
-  return { ...proc, baseUrl: `http://127.0.0.1:${port}`, exited };
+  return { ...proc, baseUrl: `http://127.0.0.1:${port}` };
 }
 
 /** Sends `signal` unless the process has already ended, and waits for the end. */

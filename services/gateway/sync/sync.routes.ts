@@ -2,7 +2,7 @@ import express, { Router } from 'express';
 import { invalid } from '../../../shared/errors';
 import { isPlainObject, parseLossless, stringifyLossless } from '../../../shared/json';
 import { renderSyncResult } from '../../../shared/queue/sync.contract';
-import type { ResourceRepository } from '../../../shared/db/resource.repository';
+import type { ResourceRepository, SnapshotEntry } from '../../../shared/db/resource.repository';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { queryString } from '../http/request';
 import type { SyncClient } from './sync.client';
@@ -23,6 +23,22 @@ export function parseBatch(text: unknown): string {
   if (!isPlainObject(body) || !Array.isArray(body.ops)) throw invalid('request body must be a JSON object with an "ops" array');
   if (body.ops.length < 1 || body.ops.length > MAX_OPS) throw invalid(`ops must hold 1 to ${MAX_OPS} operations`);
   return stringifyLossless(body.ops);
+}
+
+/** The snapshot response; `rows` may hold one entry more than the limit, which marks it truncated. */
+export function snapshotBody(rows: SnapshotEntry[], cachedAt: number) {
+  return {
+    items: rows.slice(0, SNAPSHOT_LIMIT).map((r) => ({
+      id: r.id,
+      type: r.type,
+      name: r.name,
+      parentId: r.parentId ?? '',
+      updatedAt: r.updatedAt.getTime(),
+      effectiveAccess: 'owner' as const,
+    })),
+    cachedAt,
+    truncated: rows.length > SNAPSHOT_LIMIT,
+  };
 }
 
 export function syncRoutes(sync: SyncClient, resources: ResourceRepository, authenticated: ReturnType<typeof requireUser>): Router {
@@ -47,19 +63,7 @@ export function syncRoutes(sync: SyncClient, resources: ResourceRepository, auth
     if (!/^\d{1,16}$/.test(raw) || Number(raw) > MAX_EPOCH_MS) throw invalid('after must be a non-negative integer of epoch milliseconds');
     const cachedAt = Date.now();
     const rows = await resources.changedSince(principalOf(req).userId, Number(raw), SNAPSHOT_LIMIT + 1);
-    const truncated = rows.length > SNAPSHOT_LIMIT;
-    res.json({
-      items: rows.slice(0, SNAPSHOT_LIMIT).map((r) => ({
-        id: r.id,
-        type: r.type,
-        name: r.name,
-        parentId: r.parentId ?? '',
-        updatedAt: r.updatedAt.getTime(),
-        effectiveAccess: 'owner',
-      })),
-      cachedAt,
-      truncated,
-    });
+    res.json(snapshotBody(rows, cachedAt));
   });
 
   return router;
