@@ -1,12 +1,12 @@
 import mime from 'mime-types';
 import type { Db } from '../../shared/db/knex';
-import { ResourceRepository, type ResourceState } from '../../shared/db/resource.repository';
+import { ResourceRepository, type NewResource, type ResourceState } from '../../shared/db/resource.repository';
 import { TraceRepository, type OperationTrace } from '../../shared/db/trace.repository';
-import { invalid, isAppError, notFound } from '../../shared/errors';
+import { invalid, isAppError, notFound, type AppError } from '../../shared/errors';
 import { parseLossless } from '../../shared/json';
 import { extensionOf } from '../../shared/names';
 import type { AppliedOp, FailedOp, OpOutcome, SyncJobResult } from '../../shared/queue/sync.contract';
-import { parseOp, type ParsedOp } from '../../shared/sync/ops';
+import { parseOp, type OpParseResult, type ParsedOp } from '../../shared/sync/ops';
 
 export interface BatchInput {
   userId: string;
@@ -27,8 +27,9 @@ interface BatchContext {
 /**
  * Applies one sync batch in one transaction: the owner's tree is locked, already processed opIds are
  * read once, the resources the batch names are read once, then each op costs the one statement that
- * changes state. Traces are written in the same transaction, so an op's effect and its trace commit
- * together or not at all. A stopping error ends the batch; the ops before it still commit.
+ * changes state, and runs of creates share one multi-row INSERT. Traces are written in the same
+ * transaction, so an op's effect and its trace commit together or not at all. A stopping error ends
+ * the batch; the ops before it still commit.
  */
 export class BatchApplier {
   constructor(private readonly db: Db) {}
@@ -38,49 +39,138 @@ export class BatchApplier {
     if (!Array.isArray(rawOps)) throw new Error('malformed job: opsJson is not an array');
     const parsed = rawOps.map(parseOp);
 
-    return this.db.transaction(
-      async (trx) => {
-        const resources = new ResourceRepository(trx);
-        const traces = new TraceRepository(trx);
-        await resources.lockOwnerTree(input.userId);
+    return this.db.transaction(async (trx) => {
+      const resources = new ResourceRepository(trx);
+      const traces = new TraceRepository(trx);
+      await resources.lockOwnerTree(input.userId);
 
-        const valid = parsed.flatMap((p) => (p.ok ? [p.op] : []));
-        const processed = await traces.processed(input.deviceId, valid.map((op) => op.opId));
-        const ctx: BatchContext = { userId: input.userId, resources, states: await resources.statesOf(namedIds(valid)) };
-
-        const applied: AppliedOp[] = [];
-        const newTraces: OperationTrace[] = [];
-        let failed: FailedOp | null = null;
-        for (const result of parsed) {
-          if (!result.ok) {
-            failed = { ...result.echo, error: result.error.toBody() };
-            break;
-          }
-          const op = result.op;
-          if (processed.has(op.opId)) {
-            applied.push({ ...op.echo, outcome: 'duplicate' });
-            continue;
-          }
-          const now = new Date();
-          let outcome: OpOutcome;
-          try {
-            outcome = await applyOp(op, ctx, now);
-          } catch (err) {
-            if (isAppError(err) && STOPPING.has(err.code)) {
-              failed = { ...op.echo, error: err.toBody() };
-              break;
-            }
-            throw err;
-          }
-          processed.add(op.opId);
-          newTraces.push(traceOf(op, input, now));
-          applied.push({ ...op.echo, outcome });
-        }
-        await traces.insertMany(newTraces);
-        return { applied, failed };
-      }
-    );
+      const valid = parsed.flatMap((p) => (p.ok ? [p.op] : []));
+      const processed = await traces.processed(input.deviceId, valid.map((op) => op.opId));
+      const ctx: BatchContext = { userId: input.userId, resources, states: await resources.statesOf(namedIds(valid)) };
+      const run = new BatchRun(ctx, input, processed);
+      for (const result of parsed) if (!(await run.next(result))) break;
+      await run.flush();
+      await traces.insertMany(run.traces);
+      return { applied: run.applied, failed: run.failed };
+    });
   }
+}
+
+type CreateOp = Extract<ParsedOp, { type: 'create' }>;
+
+/** Longest run of creates sent as one INSERT. */
+const MAX_GROUP = 500;
+
+/** The ops of one batch, in order, and what became of them. */
+class BatchRun {
+  readonly applied: AppliedOp[] = [];
+  readonly traces: OperationTrace[] = [];
+  failed: FailedOp | null = null;
+  /** Creates that can only succeed (new id, parent known to be an active folder), not yet written. */
+  private pending: { op: CreateOp; row: NewResource }[] = [];
+
+  constructor(
+    private readonly ctx: BatchContext,
+    private readonly input: BatchInput,
+    private readonly processed: Set<string>,
+  ) {}
+
+  /** Takes the next op; false once the batch has stopped. */
+  async next(result: OpParseResult): Promise<boolean> {
+    if (result.ok && this.deferrable(result.op)) {
+      this.defer(result.op);
+      return this.pending.length < MAX_GROUP || this.flush();
+    }
+    if (!(await this.flush())) return false;
+    if (!result.ok) {
+      this.failed = { ...result.echo, error: result.error.toBody() };
+      return false;
+    }
+    if (this.processed.has(result.op.opId)) {
+      this.applied.push({ ...result.op.echo, outcome: 'duplicate' });
+      return true;
+    }
+    return this.applyOne(result.op, new Date());
+  }
+
+  /**
+   * Writes the waiting creates in one statement. A clash inside it (a sibling name, an id another
+   * user took meanwhile) rolls the statement back whole; they are then applied one by one, so the
+   * error lands on its own op and the creates before it still apply.
+   */
+  async flush(): Promise<boolean> {
+    const group = this.pending;
+    this.pending = [];
+    if (group.length === 0) return true;
+    try {
+      await this.ctx.resources.insertMany(group.map((g) => g.row));
+    } catch (err) {
+      if (!isStopping(err)) throw err;
+      for (const { op } of group) {
+        this.ctx.states.delete(op.resourceId);
+        this.processed.delete(op.opId);
+      }
+      for (const { op, row } of group) if (!(await this.applyOne(op, row.createdAt))) return false;
+      return true;
+    }
+    for (const { op, row } of group) this.record(op, 'applied', row.createdAt);
+    return true;
+  }
+
+  private deferrable(op: ParsedOp): op is CreateOp {
+    if (op.type !== 'create' || this.processed.has(op.opId) || this.ctx.states.has(op.resourceId)) return false;
+    const parentId = op.create.parentId;
+    return parentId === null || ownedActive(this.ctx, parentId)?.type === 'folder';
+  }
+
+  private defer(op: CreateOp): void {
+    const row = createRow(op, this.ctx.userId, new Date());
+    this.ctx.states.set(op.resourceId, { id: op.resourceId, userId: row.userId, parentId: row.parentId, type: row.type, deleted: false });
+    // Marked now so a repeat of the opId later in the batch is a duplicate; undone if the group fails.
+    this.processed.add(op.opId);
+    this.pending.push({ op, row });
+  }
+
+  private async applyOne(op: ParsedOp, now: Date): Promise<boolean> {
+    let outcome: OpOutcome;
+    try {
+      outcome = await applyOp(op, this.ctx, now);
+    } catch (err) {
+      if (!isStopping(err)) throw err;
+      this.failed = { ...op.echo, error: err.toBody() };
+      return false;
+    }
+    this.record(op, outcome, now);
+    return true;
+  }
+
+  private record(op: ParsedOp, outcome: OpOutcome, now: Date): void {
+    this.processed.add(op.opId);
+    this.traces.push(traceOf(op, this.input, now));
+    this.applied.push({ ...op.echo, outcome });
+  }
+}
+
+function isStopping(err: unknown): err is AppError {
+  return isAppError(err) && STOPPING.has(err.code);
+}
+
+function createRow(op: CreateOp, userId: string, now: Date): NewResource {
+  const c = op.create;
+  const isFile = c.resourceType === 'file';
+  return {
+    id: op.resourceId,
+    userId,
+    parentId: c.parentId,
+    type: c.resourceType,
+    name: c.name,
+    sizeBytes: c.size,
+    mimeType: isFile ? (c.mimeType ?? (mime.lookup(c.name) || null)) : null,
+    extension: isFile ? extensionOf(c.name) : null,
+    storageKey: null,
+    contentSha256: null,
+    createdAt: now,
+  };
 }
 
 function namedIds(ops: ParsedOp[]): string[] {
@@ -131,23 +221,10 @@ async function applyOp(op: ParsedOp, ctx: BatchContext, now: Date): Promise<OpOu
         if (existing.userId !== userId) throw invalid('resourceId is already used by another resource');
         return 'noop';
       }
-      const c = op.create;
-      requireTargetFolder(ctx, c.parentId);
-      const extension = c.resourceType === 'file' ? extensionOf(c.name) : null;
-      await resources.insert({
-        id: op.resourceId,
-        userId,
-        parentId: c.parentId,
-        type: c.resourceType,
-        name: c.name,
-        sizeBytes: c.size,
-        mimeType: c.resourceType === 'file' ? (c.mimeType ?? (mime.lookup(c.name) || null)) : null,
-        extension,
-        storageKey: null,
-        contentSha256: null,
-        createdAt: now,
-      });
-      states.set(op.resourceId, { id: op.resourceId, userId, parentId: c.parentId, type: c.resourceType, deleted: false });
+      requireTargetFolder(ctx, op.create.parentId);
+      const row = createRow(op, userId, now);
+      await resources.insert(row);
+      states.set(op.resourceId, { id: op.resourceId, userId, parentId: row.parentId, type: row.type, deleted: false });
       return 'applied';
     }
 

@@ -203,22 +203,29 @@ export class ResourceRepository {
   }
 
   /** Inserts a resource; a sibling-name clash is NAME_CONFLICT, a taken id INVALID_REQUEST. */
-  async insert(r: NewResource): Promise<void> {
+  insert(r: NewResource): Promise<void> {
+    return this.insertMany([r]);
+  }
+
+  /** Inserts resources in one statement, in order: all of them or, on any error, none. */
+  async insertMany(rows: NewResource[]): Promise<void> {
     try {
-      await this.db('resources').insert({
-        id: r.id,
-        user_id: r.userId,
-        parent_id: r.parentId,
-        type: r.type,
-        name: r.name,
-        size_bytes: r.sizeBytes,
-        mime_type: r.mimeType,
-        extension: r.extension,
-        storage_key: r.storageKey,
-        content_sha256: r.contentSha256,
-        created_at: r.createdAt,
-        updated_at: r.createdAt,
-      });
+      await this.db('resources').insert(
+        rows.map((r) => ({
+          id: r.id,
+          user_id: r.userId,
+          parent_id: r.parentId,
+          type: r.type,
+          name: r.name,
+          size_bytes: r.sizeBytes,
+          mime_type: r.mimeType,
+          extension: r.extension,
+          storage_key: r.storageKey,
+          content_sha256: r.contentSha256,
+          created_at: r.createdAt,
+          updated_at: r.createdAt,
+        })),
+      );
     } catch (err) {
       translateResourceWriteError(err);
     }

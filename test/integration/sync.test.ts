@@ -293,6 +293,45 @@ describe('stopping at the first failure', () => {
   });
 });
 
+describe('runs of creates, written together', () => {
+  test('a clash in the middle of a run applies the creates before it and nothing after', async () => {
+    const taken = newId();
+    await send([file(taken, 'taken.txt')]);
+    const ids = Array.from({ length: 8 }, () => newId());
+    const ops = ids.map((id, i) => file(id, i === 4 ? 'taken.txt' : `run-${id}.txt`));
+
+    const res = await send(ops);
+
+    expect(res.body.applied.map((a: { resourceId: string }) => a.resourceId)).toEqual(ids.slice(0, 4));
+    expect(res.body.failed).toMatchObject({ opId: ops[4]!.opId, resourceId: ids[4], error: { code: 'NAME_CONFLICT' } });
+    const rows = await env.db('resources').whereIn('id', ids).pluck('id');
+    expect(rows.sort()).toEqual(ids.slice(0, 4).sort());
+    const traced = await env.db('operation_traces').where({ device_id: deviceId }).whereIn('resource_id', ids).pluck('resource_id');
+    expect(traced.sort()).toEqual(ids.slice(0, 4).sort());
+  });
+
+  test('a folder and its children created in one run all apply, nested as sent', async () => {
+    const [top, sub, leaf] = [newId(), newId(), newId()];
+    const res = await send([folder(top, 'Nest'), folder(sub, 'Inner', top), file(leaf, 'deep.txt', sub)]);
+    expect(res.body.failed).toBeNull();
+    expect((await row(leaf)).parent_id).toBe(sub);
+    expect((await row(sub)).parent_id).toBe(top);
+  });
+
+  test('a batch of 1000 creates applies every one, with a trace each', async () => {
+    const parent = newId();
+    const ops = [folder(parent, 'Thousand'), ...Array.from({ length: 999 }, (_, i) => file(newId(), `t-${i}.txt`, parent))];
+    const before = await traceCount();
+
+    const res = await send(ops);
+
+    expect(res.body.failed).toBeNull();
+    expect(res.body.applied).toHaveLength(1000);
+    expect(Number((await env.db('resources').where({ parent_id: parent }).count({ n: '*' }))[0]!.n)).toBe(999);
+    expect(await traceCount()).toBe(before + 1000);
+  });
+});
+
 describe('64-bit operation ids', () => {
   test('9007199254740992 and 9007199254740993 are two operations, echoed with all their digits', async () => {
     const [a, b] = [newId(), newId()];
