@@ -105,13 +105,14 @@ test('GET /v1/openapi.json serves the document and /docs shows it in a browser p
   expect(doc.status).toBe(200);
   expect(doc.body).toEqual(JSON.parse(JSON.stringify(openapiDocument)));
 
+  // The page answers at /docs itself (no redirect) and points its relative assets below /docs/.
   const bare = await fetch(`${gateway.baseUrl}/docs`, { redirect: 'manual' });
-  expect(bare.status).toBe(301);
-  expect(bare.headers.get('location')).toBe('/docs/');
-  const page = await anon.get('/docs/');
-  expect(page.status).toBe(200);
+  expect(bare.status).toBe(200);
+  const page = await anon.get('/docs');
   expect(page.headers.get('content-type')).toMatch(/^text\/html/);
   expect(page.text).toContain('swagger-ui');
+  expect(page.text).toContain('<base href="/docs/">');
+  expect((await anon.get('/docs/')).text).toBe(page.text);
   const init = await anon.get('/docs/swagger-ui-init.js');
   expect(init.status).toBe(200);
   expect(init.text).toContain('"/v1/sync/ops"');

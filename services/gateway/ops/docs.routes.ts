@@ -5,9 +5,19 @@ import { openapiDocument } from './openapi';
 
 export const DOCS_PATH = '/docs';
 
-// The page loads its assets by relative URLs, which only resolve below "/docs/".
-const withTrailingSlash: RequestHandler = (req, res, next) => {
-  if (req.originalUrl.split('?')[0] === DOCS_PATH) return res.redirect(301, `${DOCS_PATH}/`);
+/**
+ * The page itself, answered at /docs and /docs/ alike. Its assets are linked relatively, so a base
+ * element points them below /docs/ whichever of the two was asked for.
+ */
+const page = swaggerUi
+  .generateHTML(openapiDocument, { customSiteTitle: 'filesync API' })
+  .replace('<head>', `<head>\n  <base href="${DOCS_PATH}/">`);
+
+const servePage: RequestHandler = (req, res, next) => {
+  if ((req.method === 'GET' || req.method === 'HEAD') && (req.path === '/' || req.path === '/index.html')) {
+    res.type('html').send(page);
+    return;
+  }
   next();
 };
 
@@ -17,12 +27,7 @@ export function docsRoutes(): Router {
   router.get('/v1/openapi.json', (_req, res) => {
     res.json(openapiDocument);
   });
-  router.use(
-    DOCS_PATH,
-    labelRoute(DOCS_PATH),
-    withTrailingSlash,
-    swaggerUi.serveFiles(openapiDocument),
-    swaggerUi.setup(openapiDocument, { customSiteTitle: 'filesync API' }),
-  );
+  // Mounted like the dashboard, as a browsable page rather than a route of the API.
+  router.use(DOCS_PATH, labelRoute(DOCS_PATH), servePage, swaggerUi.serveFiles(openapiDocument));
   return router;
 }
