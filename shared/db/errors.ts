@@ -1,4 +1,4 @@
-import { AppError, invalid, nameConflict } from '../errors';
+import { invalid, nameConflict } from '../errors';
 
 interface MysqlError {
   code?: string;
@@ -47,6 +47,5 @@ export function translateResourceWriteError(err: unknown): never {
   const key = duplicateKey(err);
   if (key === 'uq_resources_sibling_name') throw nameConflict();
   if (key === 'PRIMARY') throw invalid('resource id is already in use');
-  if (err instanceof AppError) throw err;
   throw err;
 }
