@@ -3,7 +3,7 @@ import { migrationSource } from './migrations';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function migrateDb(db: Db): Promise<void> {
+async function migrateDb(db: Db): Promise<void> {
   await db.migrate.latest({ migrationSource, tableName: 'knex_migrations' });
 }
 

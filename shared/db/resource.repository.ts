@@ -139,11 +139,6 @@ export class ResourceRepository {
     return row ? toRecord(row) : undefined;
   }
 
-  /** True when `id` names any resource of any user, active or deleted. */
-  async idExists(id: string): Promise<boolean> {
-    return Boolean(await this.db('resources').where({ id }).first('id'));
-  }
-
   async listFiles(userId: string, parentId: string | null, q: ListQuery): Promise<PageResult<ResourceRecord>> {
     const direction = q.descending ? 'desc' : 'asc';
     return this.page(
