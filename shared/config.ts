@@ -21,6 +21,8 @@ export interface Config {
   readonly queuePrefix: string;
   readonly logLevel: string;
   readonly shutdownTimeoutMs: number;
+  readonly feedMaxHeld: number;
+  readonly feedMaxHeldPerUser: number;
 }
 
 export class ConfigError extends Error {}
@@ -46,6 +48,8 @@ const schema = Joi.object({
   QUEUE_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).default('filesync'),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).default(30000),
+  FEED_MAX_HELD: Joi.number().integer().min(1).default(10000),
+  FEED_MAX_HELD_PER_USER: Joi.number().integer().min(1).default(50),
 })
   .and('ADMIN_USERNAME', 'ADMIN_PASSWORD')
   .unknown(true);
@@ -91,5 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     queuePrefix: value.QUEUE_PREFIX,
     logLevel: value.LOG_LEVEL,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
+    feedMaxHeld: value.FEED_MAX_HELD,
+    feedMaxHeldPerUser: value.FEED_MAX_HELD_PER_USER,
   });
 }

@@ -2,7 +2,9 @@ import express, { type Express, type RequestHandler } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../../shared/config';
 import type { Db } from '../../shared/db/knex';
+import { ChangeRepository } from '../../shared/db/change.repository';
 import { DeviceRepository } from '../../shared/db/device.repository';
+import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ResourceRepository } from '../../shared/db/resource.repository';
 import { UserRepository } from '../../shared/db/user.repository';
 import { newId } from '../../shared/ids';
@@ -13,6 +15,10 @@ import { AuthService } from './auth/auth.service';
 import { ConcurrencyLimiter } from './auth/limiter';
 import { PasswordHasher } from './auth/password.hasher';
 import { TokenService } from './auth/token.service';
+import type { ChangeHub } from './changes/change.hub';
+import { changeRoutes } from './changes/changes.routes';
+import { ChangesService } from './changes/changes.service';
+import { CursorCodec } from './changes/feed.cursor';
 import { deviceRoutes } from './devices/devices.routes';
 import { fileRoutes } from './files/files.routes';
 import { FilesService } from './files/files.service';
@@ -33,6 +39,7 @@ export interface GatewayDeps {
   jwtSecret: string;
   db: Db;
   sync: SyncClient;
+  changes: ChangeHub;
   logger: Logger;
 }
 
@@ -53,7 +60,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const tokens = new TokenService(deps.jwtSecret);
   const auth = new AuthService(users, devices, hasher, tokens);
   const storage = new StagingStorage(config.uploadDir);
-  const files = new FilesService(db, resources, config.uploadDir);
+  const owners = new OwnerTransactions(db, deps.changes);
+  const files = new FilesService(owners, resources, config.uploadDir);
+  const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const authenticated = requireUser(tokens, users);
   const metrics = new GatewayMetrics(sync.queues);
   // A verified Basic login is trusted for a minute: the dashboard sends it with every asset and poll.
@@ -91,6 +100,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use('/auth/login', metrics.loginOutcomes());
   // The sync batch is parsed by its own route without loss of 64-bit integers, so it comes first.
   v1.use(syncRoutes(metrics.meterSync(sync), resources, authenticated));
+  v1.use(changeRoutes(feed, authenticated));
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'] }));
   v1.use(deviceRoutes(devices));
   v1.use(authRoutes(auth, config.loginRateLimit, authenticated));

@@ -7,6 +7,7 @@ import { createLogger } from '../../shared/logger';
 import { buildGateway } from './app';
 import { ensureInitialAdmin, resolveJwtSecret, StartupError } from './bootstrap';
 import { GracefulServer } from './http/graceful.server';
+import { ChangeHub } from './changes/change.hub';
 import { SyncClient } from './sync/sync.client';
 
 async function main(): Promise<void> {
@@ -19,9 +20,15 @@ async function main(): Promise<void> {
     { redisUrl: config.redisUrl, prefix: config.queuePrefix, shards: config.syncShards, timeoutMs: config.syncTimeoutMs },
     logger,
   );
-  const { app, hasher, storage } = buildGateway({ config, jwtSecret, db, sync, logger });
+  const changes = new ChangeHub(
+    config.redisUrl,
+    config.queuePrefix,
+    { maxHeld: config.feedMaxHeld, maxPerUser: config.feedMaxHeldPerUser },
+    logger,
+  );
+  const { app, hasher, storage } = buildGateway({ config, jwtSecret, db, sync, changes, logger });
   if ((await ensureInitialAdmin(config, db, hasher)) === 'created') logger.info('initial administrator created');
-  await Promise.all([hasher.warmUp(), sync.ready(), storage.sweep(24 * 3600 * 1000)]);
+  await Promise.all([hasher.warmUp(), sync.ready(), changes.ready(), storage.sweep(24 * 3600 * 1000)]);
 
   // The bound port, not the configured one: with PORT=0 (tests, side-by-side runs) the OS picks it.
   const server: Server = app.listen(config.port, () => logger.info({ port: (server.address() as AddressInfo).port }, 'gateway listening'));
@@ -33,6 +40,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'gateway stopping: finishing requests in flight');
+    // Held change-feed requests are answered now rather than at the end of their wait.
+    void changes.close();
     void graceful.close(config.shutdownTimeoutMs).then(async (outcome) => {
       if (outcome === 'forced') logger.warn('requests were still in flight at the shutdown deadline; they were cut');
       await Promise.allSettled([sync.close(), db.destroy()]);

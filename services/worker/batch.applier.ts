@@ -1,5 +1,5 @@
 import mime from 'mime-types';
-import type { Db } from '../../shared/db/knex';
+import type { ChangeClock, OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ResourceRepository, type NewResource, type ResourceState } from '../../shared/db/resource.repository';
 import { TraceRepository, type OperationTrace } from '../../shared/db/trace.repository';
 import { invalid, isAppError, notFound, type AppError } from '../../shared/errors';
@@ -20,6 +20,8 @@ const STOPPING = new Set(['NAME_CONFLICT', 'NOT_FOUND', 'INVALID_REQUEST']);
 interface BatchContext {
   userId: string;
   resources: ResourceRepository;
+  /** Feed positions: each op that changes state takes the next one. */
+  clock: ChangeClock;
   /** What the batch knows of every resource it names, kept current as ops apply. */
   states: Map<string, ResourceState>;
 }
@@ -32,21 +34,20 @@ interface BatchContext {
  * the batch; the ops before it still commit.
  */
 export class BatchApplier {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly owners: OwnerTransactions) {}
 
   async apply(input: BatchInput): Promise<SyncJobResult> {
     const rawOps = parseLossless(input.opsJson);
     if (!Array.isArray(rawOps)) throw new Error('malformed job: opsJson is not an array');
     const parsed = rawOps.map(parseOp);
 
-    return this.db.transaction(async (trx) => {
+    return this.owners.run(input.userId, async (trx, clock) => {
       const resources = new ResourceRepository(trx);
       const traces = new TraceRepository(trx);
-      await resources.lockOwnerTree(input.userId);
 
       const valid = parsed.flatMap((p) => (p.ok ? [p.op] : []));
       const processed = await traces.processed(input.deviceId, valid.map((op) => op.opId));
-      const ctx: BatchContext = { userId: input.userId, resources, states: await resources.statesOf(namedIds(valid)) };
+      const ctx: BatchContext = { userId: input.userId, resources, clock, states: await resources.statesOf(namedIds(valid)) };
       const run = new BatchRun(ctx, input, processed);
       for (const result of parsed) if (!(await run.next(result))) break;
       await run.flush();
@@ -124,7 +125,7 @@ class BatchRun {
   }
 
   private defer(op: CreateOp): void {
-    const row = createRow(op, this.ctx.userId, new Date());
+    const row = createRow(op, this.ctx.userId, new Date(), this.ctx.clock.next());
     this.ctx.states.set(op.resourceId, { id: op.resourceId, userId: row.userId, parentId: row.parentId, type: row.type, deleted: false });
     // Marked now so a repeat of the opId later in the batch is a duplicate; undone if the group fails.
     this.processed.add(op.opId);
@@ -155,7 +156,7 @@ function isStopping(err: unknown): err is AppError {
   return isAppError(err) && STOPPING.has(err.code);
 }
 
-function createRow(op: CreateOp, userId: string, now: Date): NewResource {
+function createRow(op: CreateOp, userId: string, now: Date, changeSeq: number): NewResource {
   const c = op.create;
   const isFile = c.resourceType === 'file';
   return {
@@ -170,6 +171,7 @@ function createRow(op: CreateOp, userId: string, now: Date): NewResource {
     storageKey: null,
     contentSha256: null,
     createdAt: now,
+    changeSeq,
   };
 }
 
@@ -209,7 +211,7 @@ function requireTargetFolder(ctx: BatchContext, parentId: string | null): void {
 }
 
 async function applyOp(op: ParsedOp, ctx: BatchContext, now: Date): Promise<OpOutcome> {
-  const { resources, states, userId } = ctx;
+  const { resources, states, userId, clock } = ctx;
   switch (op.type) {
     case 'share':
     case 'share_link':
@@ -222,7 +224,7 @@ async function applyOp(op: ParsedOp, ctx: BatchContext, now: Date): Promise<OpOu
         return 'noop';
       }
       requireTargetFolder(ctx, op.create.parentId);
-      const row = createRow(op, userId, now);
+      const row = createRow(op, userId, now, clock.next());
       await resources.insert(row);
       states.set(op.resourceId, { id: op.resourceId, userId, parentId: row.parentId, type: row.type, deleted: false });
       return 'applied';
@@ -230,7 +232,7 @@ async function applyOp(op: ParsedOp, ctx: BatchContext, now: Date): Promise<OpOu
 
     case 'update': {
       if (!ownedActive(ctx, op.resourceId)) return 'noop';
-      await resources.rename(userId, op.resourceId, op.name, now);
+      await resources.rename(userId, op.resourceId, op.name, now, clock.next());
       return 'applied';
     }
 
@@ -241,7 +243,7 @@ async function applyOp(op: ParsedOp, ctx: BatchContext, now: Date): Promise<OpOu
       if (state.type === 'folder' && op.parentId !== null && (await resources.isSelfOrAncestor(userId, op.parentId, op.resourceId))) {
         throw invalid('a folder cannot be moved into itself or one of its descendants');
       }
-      await resources.move(userId, op.resourceId, op.parentId, now);
+      await resources.move(userId, op.resourceId, op.parentId, now, clock.next());
       state.parentId = op.parentId;
       return 'applied';
     }
@@ -250,10 +252,10 @@ async function applyOp(op: ParsedOp, ctx: BatchContext, now: Date): Promise<OpOu
       const state = ownedActive(ctx, op.resourceId);
       if (!state) return 'noop';
       if (state.type === 'file') {
-        await resources.softDeleteFile(userId, op.resourceId, now);
+        await resources.softDeleteFile(userId, op.resourceId, now, clock.next());
         state.deleted = true;
       } else {
-        for (const id of await resources.softDeleteTree(userId, op.resourceId, now)) {
+        for (const id of await resources.softDeleteTree(userId, op.resourceId, now, clock.next())) {
           const s = states.get(id);
           if (s) s.deleted = true;
         }

@@ -3,6 +3,8 @@ import type { Config } from '../../shared/config';
 import type { Db } from '../../shared/db/knex';
 import type { Logger } from '../../shared/logger';
 import { redisOptions, syncQueueNames, type SyncJobData, type SyncJobResult } from '../../shared/queue/sync.contract';
+import { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { RedisChangeNotifier } from '../../shared/queue/change.channel';
 import { BatchApplier } from './batch.applier';
 
 export interface SyncWorkers {
@@ -13,7 +15,8 @@ export interface SyncWorkers {
 
 /** One BullMQ worker per shard queue; each queue allows one active batch across every process. */
 export async function startSyncWorkers(config: Config, db: Db, logger: Logger): Promise<SyncWorkers> {
-  const applier = new BatchApplier(db);
+  const notifier = new RedisChangeNotifier(config.redisUrl, config.queuePrefix, logger);
+  const applier = new BatchApplier(new OwnerTransactions(db, notifier));
   const connection = redisOptions(config.redisUrl, 'blocking');
   const workers: Worker<SyncJobData, SyncJobResult>[] = [];
   for (const name of syncQueueNames(config.syncShards)) {
@@ -51,6 +54,7 @@ export async function startSyncWorkers(config: Config, db: Db, logger: Logger): 
     workers,
     async close() {
       await Promise.allSettled(workers.map((w) => w.close()));
+      notifier.close();
     },
   };
 }

@@ -17,9 +17,22 @@ export interface ResourceRecord {
   createdAt: Date;
   updatedAt: Date;
   deletedAt: Date | null;
+  /** 1 at creation, one more with every change. */
+  rev: number;
+  /** Position of the latest change in the owner's change feed. */
+  changeSeq: number;
 }
 
-export type NewResource = Omit<ResourceRecord, 'updatedAt' | 'deletedAt'>;
+export type NewResource = Omit<ResourceRecord, 'updatedAt' | 'deletedAt' | 'rev'>;
+
+/** New content of a file, already in place on disk under `storageKey`. */
+export interface ContentChange {
+  storageKey: string;
+  sizeBytes: number;
+  contentSha256: string;
+  mimeType: string | null;
+  extension: string | null;
+}
 
 /** The little the sync worker needs to know about a resource to decide what an op does. */
 export interface ResourceState {
@@ -50,9 +63,10 @@ export interface SnapshotEntry {
   name: string;
   parentId: string | null;
   updatedAt: Date;
+  rev: number;
 }
 
-interface ResourceRow {
+export interface ResourceRow {
   id: string;
   user_id: string;
   parent_id: string | null;
@@ -66,9 +80,11 @@ interface ResourceRow {
   created_at: Date;
   updated_at: Date;
   deleted_at: Date | null;
+  rev: number;
+  change_seq: string | number;
 }
 
-const COLUMNS = [
+export const COLUMNS = [
   'id',
   'user_id',
   'parent_id',
@@ -82,9 +98,11 @@ const COLUMNS = [
   'created_at',
   'updated_at',
   'deleted_at',
+  'rev',
+  'change_seq',
 ];
 
-const toRecord = (row: ResourceRow): ResourceRecord => ({
+export const toRecord = (row: ResourceRow): ResourceRecord => ({
   id: row.id,
   userId: row.user_id,
   parentId: row.parent_id,
@@ -98,6 +116,8 @@ const toRecord = (row: ResourceRow): ResourceRecord => ({
   createdAt: row.created_at,
   updatedAt: row.updated_at,
   deletedAt: row.deleted_at,
+  rev: Number(row.rev),
+  changeSeq: Number(row.change_seq),
 });
 
 /** Escapes LIKE wildcards with '!' so that '%', '_' and '\' in a search are literal characters. */
@@ -117,15 +137,6 @@ export class ResourceRepository {
 
   withTransaction(trx: Knex.Transaction): ResourceRepository {
     return new ResourceRepository(trx);
-  }
-
-  /**
-   * Serialises tree writes of one user (sync batches from all devices, uploads) by locking the
-   * owner's row until the transaction ends. Checks such as "the parent is an active folder" or
-   * "the target is not a descendant" then cannot race with a concurrent delete or move.
-   */
-  async lockOwnerTree(userId: string): Promise<void> {
-    await this.db('users').where({ id: userId }).forUpdate().first('id');
   }
 
   private active(userId: string) {
@@ -219,6 +230,7 @@ export class ResourceRepository {
           content_sha256: r.contentSha256,
           created_at: r.createdAt,
           updated_at: r.createdAt,
+          change_seq: r.changeSeq,
         })),
       );
     } catch (err) {
@@ -226,24 +238,44 @@ export class ResourceRepository {
     }
   }
 
-  async rename(userId: string, id: string, name: string, now: Date): Promise<boolean> {
+  /** What every change writes besides its own columns: the time, the next revision, the feed position. */
+  private changed(now: Date, seq: number) {
+    return { updated_at: now, change_seq: seq, rev: this.db.raw('rev + 1') };
+  }
+
+  async rename(userId: string, id: string, name: string, now: Date, seq: number): Promise<boolean> {
     try {
-      return (await this.active(userId).andWhere({ id }).update({ name, updated_at: now })) > 0;
+      return (await this.active(userId).andWhere({ id }).update({ name, ...this.changed(now, seq) })) > 0;
     } catch (err) {
       translateResourceWriteError(err);
     }
   }
 
-  async move(userId: string, id: string, parentId: string | null, now: Date): Promise<boolean> {
+  async move(userId: string, id: string, parentId: string | null, now: Date, seq: number): Promise<boolean> {
     try {
-      return (await this.active(userId).andWhere({ id }).update({ parent_id: parentId, updated_at: now })) > 0;
+      return (await this.active(userId).andWhere({ id }).update({ parent_id: parentId, ...this.changed(now, seq) })) > 0;
     } catch (err) {
       translateResourceWriteError(err);
     }
   }
 
-  async softDeleteFile(userId: string, id: string, now: Date): Promise<boolean> {
-    const n = await this.active(userId).andWhere({ id, type: 'file' }).update({ deleted_at: now, updated_at: now });
+  async softDeleteFile(userId: string, id: string, now: Date, seq: number): Promise<boolean> {
+    const n = await this.active(userId).andWhere({ id, type: 'file' }).update({ deleted_at: now, ...this.changed(now, seq) });
+    return n > 0;
+  }
+
+  /** Points an active file at new content; the caller removes the old bytes once this commits. */
+  async replaceContent(userId: string, id: string, content: ContentChange, now: Date, seq: number): Promise<boolean> {
+    const n = await this.active(userId)
+      .andWhere({ id, type: 'file' })
+      .update({
+        storage_key: content.storageKey,
+        size_bytes: content.sizeBytes,
+        content_sha256: content.contentSha256,
+        mime_type: content.mimeType,
+        extension: content.extension,
+        ...this.changed(now, seq),
+      });
     return n > 0;
   }
 
@@ -251,7 +283,7 @@ export class ResourceRepository {
    * Soft-deletes a resource and, for a folder, every active descendant, all with the same timestamp.
    * Walks the tree one level per query; returns the ids it deleted.
    */
-  async softDeleteTree(userId: string, rootId: string, now: Date): Promise<string[]> {
+  async softDeleteTree(userId: string, rootId: string, now: Date, seq: number): Promise<string[]> {
     const all: string[] = [rootId];
     let level = [rootId];
     while (level.length > 0) {
@@ -264,7 +296,7 @@ export class ResourceRepository {
       level = next;
     }
     for (let i = 0; i < all.length; i += CHUNK) {
-      await this.active(userId).whereIn('id', all.slice(i, i + CHUNK)).update({ deleted_at: now, updated_at: now });
+      await this.active(userId).whereIn('id', all.slice(i, i + CHUNK)).update({ deleted_at: now, ...this.changed(now, seq) });
     }
     return all;
   }
@@ -310,13 +342,14 @@ export class ResourceRepository {
       .andWhere('updated_at', '>', new Date(afterMs))
       .orderBy([{ column: 'updated_at', order: 'desc' }, { column: 'id', order: 'asc' }])
       .limit(limit)
-      .select<{ id: string; type: ResourceType; name: string; parent_id: string | null; updated_at: Date }[]>(
+      .select<{ id: string; type: ResourceType; name: string; parent_id: string | null; updated_at: Date; rev: number }[]>(
         'id',
         'type',
         'name',
         'parent_id',
         'updated_at',
+        'rev',
       );
-    return rows.map((r) => ({ id: r.id, type: r.type, name: r.name, parentId: r.parent_id, updatedAt: r.updated_at }));
+    return rows.map((r) => ({ id: r.id, type: r.type, name: r.name, parentId: r.parent_id, updatedAt: r.updated_at, rev: Number(r.rev) }));
   }
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { BatchApplier } from '../../services/worker/batch.applier';
 import { shardOf } from '../../shared/queue/sync.contract';
 import type { BenchContext } from './context';
@@ -22,7 +23,7 @@ export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
   const viaQueue = users.map((_, i) => new OpsGenerator(`q${i}`, 2000 + i));
   const viaApplier = users.map((_, i) => new OpsGenerator(`a${i}`, 3000 + i));
   const directDevices = users.map(() => randomBytes(16).toString('hex'));
-  const applier = new BatchApplier(stack.db);
+  const applier = new BatchApplier(new OwnerTransactions(stack.db));
   const bare = new BareQueue(`${stack.queuePrefix}_ceil`);
   await bare.start();
 

@@ -30,6 +30,7 @@ const fileView = (f: Seeded) => ({
   folderId: f.parentId ?? '',
   createdAt: f.createdAt.toISOString(),
   updatedAt: f.updatedAt.toISOString(),
+  rev: 1,
 });
 
 async function seedFile(owner: string, name: string, parentId: string | null, extra: Partial<Omit<Seeded, 'id' | 'name' | 'parentId'>> = {}): Promise<Seeded> {
@@ -111,9 +112,9 @@ describe('the root of a user', () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       items: [
-        { id: alpha, name: 'alpha', parentId: '', createdAt: at(6).toISOString(), updatedAt: at(8).toISOString() },
-        { id: beta, name: 'beta', parentId: '', createdAt: at(7).toISOString(), updatedAt: at(7).toISOString() },
-        { id: gamma, name: 'gamma', parentId: '', createdAt: at(5).toISOString(), updatedAt: at(5).toISOString() },
+        { id: alpha, name: 'alpha', parentId: '', createdAt: at(6).toISOString(), updatedAt: at(8).toISOString(), rev: 1 },
+        { id: beta, name: 'beta', parentId: '', createdAt: at(7).toISOString(), updatedAt: at(7).toISOString(), rev: 1 },
+        { id: gamma, name: 'gamma', parentId: '', createdAt: at(5).toISOString(), updatedAt: at(5).toISOString(), rev: 1 },
       ],
     });
   });
@@ -129,7 +130,7 @@ describe('the root of a user', () => {
     const res = await rooter.api.get(`/v1/folders?parentId=${alpha}`);
 
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ items: [{ id: inner, name: 'inner', parentId: alpha, createdAt: at(9).toISOString(), updatedAt: at(9).toISOString() }] });
+    expect(res.body).toEqual({ items: [{ id: inner, name: 'inner', parentId: alpha, createdAt: at(9).toISOString(), updatedAt: at(9).toISOString(), rev: 1 }] });
   });
 
   test('GET /v1/folders of a folder without subfolders returns an empty items list', async () => {

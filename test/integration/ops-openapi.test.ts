@@ -23,8 +23,8 @@ let gateway: RunningGateway;
 beforeAll(async () => {
   env = await createTestEnv();
   sync = new SyncClient({ redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, shards: env.config.syncShards, timeoutMs: 1000 }, createLogger('gateway', 'silent'));
-  app = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, logger: createLogger('gateway', 'silent') }).app;
   gateway = await startGateway(env);
+  app = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes: gateway.changes, logger: createLogger('gateway', 'silent') }).app;
 });
 
 afterAll(async () => {

@@ -422,8 +422,8 @@ describe('the permission snapshot', () => {
     expect(typeof all.body.cachedAt).toBe('number');
     expect(all.body.items.map((i: { id: string }) => i.id)).toEqual([x, f]);
     const [fileRow, folderRow] = [await row(x), await row(f)];
-    expect(all.body.items[0]).toEqual({ id: x, type: 'file', name: 'snap.txt', parentId: f, updatedAt: fileRow.updated_at.getTime(), effectiveAccess: 'owner' });
-    expect(all.body.items[1]).toEqual({ id: f, type: 'folder', name: 'Snap', parentId: '', updatedAt: folderRow.updated_at.getTime(), effectiveAccess: 'owner' });
+    expect(all.body.items[0]).toEqual({ id: x, type: 'file', name: 'snap.txt', parentId: f, updatedAt: fileRow.updated_at.getTime(), rev: 1, effectiveAccess: 'owner' });
+    expect(all.body.items[1]).toEqual({ id: f, type: 'folder', name: 'Snap', parentId: '', updatedAt: folderRow.updated_at.getTime(), rev: 1, effectiveAccess: 'owner' });
 
     const after = await fresh.get(`/v1/sync/permissions?after=${folderRow.updated_at.getTime()}`);
     expect(after.body.items.map((i: { id: string }) => i.id)).toEqual([x]);

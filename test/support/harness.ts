@@ -11,6 +11,7 @@ import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
 import { buildGateway } from '../../services/gateway/app';
 import { ensureInitialAdmin } from '../../services/gateway/bootstrap';
+import { ChangeHub } from '../../services/gateway/changes/change.hub';
 import { SyncClient } from '../../services/gateway/sync/sync.client';
 
 export const ADMIN = { username: 'admin', password: 'admin-password-1' };
@@ -81,6 +82,7 @@ export interface RunningGateway {
   baseUrl: string;
   server: Server;
   sync: SyncClient;
+  changes: ChangeHub;
   close(): Promise<void>;
 }
 
@@ -91,9 +93,15 @@ export async function startGateway(env: TestEnv): Promise<RunningGateway> {
     { redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, shards: env.config.syncShards, timeoutMs: env.config.syncTimeoutMs },
     logger,
   );
-  const { app, hasher } = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, logger });
+  const changes = new ChangeHub(
+    env.config.redisUrl,
+    env.config.queuePrefix,
+    { maxHeld: env.config.feedMaxHeld, maxPerUser: env.config.feedMaxHeldPerUser },
+    logger,
+  );
+  const { app, hasher } = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes, logger });
   await ensureInitialAdmin(env.config, env.db, hasher);
-  await sync.ready();
+  await Promise.all([sync.ready(), changes.ready()]);
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
@@ -102,7 +110,9 @@ export async function startGateway(env: TestEnv): Promise<RunningGateway> {
     baseUrl: `http://127.0.0.1:${port}`,
     server,
     sync,
+    changes,
     async close() {
+      await changes.close();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await sync.close();

@@ -8,6 +8,7 @@ export interface FileView {
   folderId: string;
   createdAt: string;
   updatedAt: string;
+  rev: number;
   sha256?: string;
 }
 
@@ -17,6 +18,7 @@ export interface FolderView {
   parentId: string;
   createdAt: string;
   updatedAt: string;
+  rev: number;
 }
 
 export function toFileView(r: ResourceRecord): FileView {
@@ -28,6 +30,7 @@ export function toFileView(r: ResourceRecord): FileView {
     folderId: r.parentId ?? '',
     createdAt: r.createdAt.toISOString(),
     updatedAt: r.updatedAt.toISOString(),
+    rev: r.rev,
   };
   if (r.contentSha256) view.sha256 = r.contentSha256;
   return view;
@@ -40,5 +43,6 @@ export function toFolderView(r: ResourceRecord): FolderView {
     parentId: r.parentId ?? '',
     createdAt: r.createdAt.toISOString(),
     updatedAt: r.updatedAt.toISOString(),
+    rev: r.rev,
   };
 }

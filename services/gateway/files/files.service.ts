@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import mime from 'mime-types';
-import type { Db } from '../../../shared/db/knex';
+import type { OwnerTransactions } from '../../../shared/db/owner.transaction';
 import type { FileSortColumn, PageResult, ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
 import { invalid, notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
@@ -43,7 +43,7 @@ export function optionalResourceId(value: string | undefined, field: string): st
 
 export class FilesService {
   constructor(
-    private readonly db: Db,
+    private readonly owners: OwnerTransactions,
     private readonly resources: ResourceRepository,
     private readonly uploadDir: string,
   ) {}
@@ -64,7 +64,11 @@ export class FilesService {
   }
 
   async delete(userId: string, id: string): Promise<void> {
-    if (!isId(id) || !(await this.resources.softDeleteFile(userId, id, new Date()))) throw notFound('no such file');
+    if (!isId(id)) throw notFound('no such file');
+    const deleted = await this.owners.run(userId, (trx, clock) =>
+      this.resources.withTransaction(trx).softDeleteFile(userId, id, new Date(), clock.next()),
+    );
+    if (!deleted) throw notFound('no such file');
   }
 
   /** Where a file's bytes are, or NOT_FOUND when it has none (a file created by a sync op). */
@@ -95,7 +99,7 @@ export class FilesService {
       const extension = extensionOf(name);
       const storageKey = `${deviceId}/${id}${extension ? `.${extension}` : ''}`;
       const now = new Date();
-      const record: ResourceRecord = {
+      const record: Omit<ResourceRecord, 'changeSeq'> = {
         id,
         userId,
         parentId: folderId,
@@ -109,21 +113,21 @@ export class FilesService {
         createdAt: now,
         updatedAt: now,
         deletedAt: null,
+        rev: 1,
       };
-      await this.db.transaction(
-        async (trx) => {
-          const repo = this.resources.withTransaction(trx);
-          await repo.lockOwnerTree(userId);
-          if (folderId !== null && !(await repo.findActive(userId, folderId, 'folder'))) throw notFound('no such folder');
-          await repo.insert(record);
-          const target = path.join(this.uploadDir, storageKey);
-          await fs.mkdir(path.dirname(target), { recursive: true });
-          await fs.rename(staged.path, target);
-          placed = target;
-        }
-      );
+      const changeSeq = await this.owners.run(userId, async (trx, clock) => {
+        const repo = this.resources.withTransaction(trx);
+        if (folderId !== null && !(await repo.findActive(userId, folderId, 'folder'))) throw notFound('no such folder');
+        const seq = clock.next();
+        await repo.insert({ ...record, changeSeq: seq });
+        const target = path.join(this.uploadDir, storageKey);
+        await fs.mkdir(path.dirname(target), { recursive: true });
+        await fs.rename(staged.path, target);
+        placed = target;
+        return seq;
+      });
       placed = undefined;
-      return record;
+      return { ...record, changeSeq };
     } finally {
       await fs.rm(staged.path, { force: true });
       if (placed) await fs.rm(placed, { force: true });

@@ -34,6 +34,7 @@ export function snapshotBody(rows: SnapshotEntry[], cachedAt: number) {
       name: r.name,
       parentId: r.parentId ?? '',
       updatedAt: r.updatedAt.getTime(),
+      rev: r.rev,
       effectiveAccess: 'owner' as const,
     })),
     cachedAt,

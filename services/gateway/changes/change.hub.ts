@@ -1,0 +1,111 @@
+import IORedis from 'ioredis';
+import { AppError, unavailable } from '../../../shared/errors';
+import type { ChangeNotifier } from '../../../shared/db/owner.transaction';
+import type { Logger } from '../../../shared/logger';
+import { changeChannel, RedisChangeNotifier } from '../../../shared/queue/change.channel';
+import { redisOptions } from '../../../shared/queue/sync.contract';
+
+export type WaitOutcome = 'changed' | 'timeout' | 'closing';
+
+export interface HeldRequest {
+  /** Settles once: a change of the user committed, the time ran out, or the gateway is closing. */
+  readonly settled: Promise<WaitOutcome>;
+  /** Lets go of the request early (answered, or the client went away). */
+  release(): void;
+}
+
+export interface HubLimits {
+  /** Requests held at once by this gateway. */
+  maxHeld: number;
+  /** Requests held at once for one user by this gateway. */
+  maxPerUser: number;
+}
+
+interface Waiter {
+  settle(outcome: WaitOutcome): void;
+}
+
+/**
+ * Holds change-feed requests until their user's tree changes. One Redis subscription per gateway,
+ * whatever the number of held requests; a held request costs a timer and a closure, and no database
+ * work until it is woken. Writers anywhere publish after commit (see change.channel.ts); writes made by
+ * this gateway also wake its own requests directly, without the round trip through Redis.
+ */
+export class ChangeHub implements ChangeNotifier {
+  private readonly subscriber: IORedis;
+  private readonly publisher: RedisChangeNotifier;
+  private readonly channel: string;
+  private readonly waiters = new Map<string, Set<Waiter>>();
+  private count = 0;
+  private closing = false;
+
+  constructor(
+    redisUrl: string,
+    prefix: string,
+    private readonly limits: HubLimits,
+    private readonly logger: Logger,
+  ) {
+    this.channel = changeChannel(prefix);
+    this.publisher = new RedisChangeNotifier(redisUrl, prefix, logger);
+    this.subscriber = new IORedis(redisOptions(redisUrl, 'blocking'));
+    this.subscriber.on('error', (err) => logger.debug({ err: err.message }, 'redis change subscriber connection error'));
+    this.subscriber.on('message', (_channel: string, userId: string) => this.wake(userId));
+  }
+
+  /** Resolves once the subscription is in place. */
+  async ready(): Promise<void> {
+    await this.subscriber.subscribe(this.channel);
+  }
+
+  get held(): number {
+    return this.count;
+  }
+
+  changed(userId: string): void {
+    this.wake(userId);
+    this.publisher.changed(userId);
+  }
+
+  /** Holds a request of `userId` for at most `ms`; refuses one over the gateway's or the user's bound. */
+  hold(userId: string, ms: number): HeldRequest {
+    if (this.closing) throw unavailable('the service is shutting down', 1);
+    if (this.count >= this.limits.maxHeld) throw unavailable('too many change-feed requests are held; retry shortly', 2);
+    const own = this.waiters.get(userId) ?? new Set<Waiter>();
+    if (own.size >= this.limits.maxPerUser) {
+      throw new AppError('RATE_LIMITED', `at most ${this.limits.maxPerUser} change-feed requests of one user may wait at once`, { retryAfter: 1 });
+    }
+    this.waiters.set(userId, own);
+    this.count++;
+    let timer: NodeJS.Timeout | undefined;
+    let waiter!: Waiter;
+    const settled = new Promise<WaitOutcome>((resolve) => {
+      waiter = {
+        settle: (outcome) => {
+          if (!own.delete(waiter)) return;
+          this.count--;
+          if (own.size === 0 && this.waiters.get(userId) === own) this.waiters.delete(userId);
+          clearTimeout(timer);
+          resolve(outcome);
+        },
+      };
+    });
+    own.add(waiter);
+    timer = setTimeout(() => waiter.settle('timeout'), ms);
+    return { settled, release: () => waiter.settle('timeout') };
+  }
+
+  private wake(userId: string): void {
+    const own = this.waiters.get(userId);
+    if (!own) return;
+    for (const waiter of [...own]) waiter.settle('changed');
+  }
+
+  /** Answers every held request at once, so a shutdown does not wait for their timeouts. */
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const own of [...this.waiters.values()]) for (const waiter of [...own]) waiter.settle('closing');
+    this.subscriber.disconnect();
+    this.publisher.close();
+    this.logger.debug('change hub closed');
+  }
+}

@@ -1,0 +1,43 @@
+import type { Knex } from 'knex';
+import { COLUMNS, toRecord, type ResourceRecord, type ResourceRow } from './resource.repository';
+
+/** A place in one owner's change feed: after the change at `seq`, resource `id`. */
+export interface FeedPosition {
+  seq: number;
+  id: string;
+}
+
+export const FEED_START: FeedPosition = { seq: 0, id: '' };
+
+/**
+ * Reads the change feed: every resource of an owner whose latest change lies after a position, in
+ * feed order (seq, then id for the resources one change touched together, such as a deleted subtree).
+ * Each resource is one row, so it appears once, at its latest state.
+ */
+export class ChangeRepository {
+  constructor(private readonly db: Knex) {}
+
+  /** The last position handed out for this owner. */
+  async lastSeq(userId: string): Promise<number> {
+    const row = await this.db('users').where({ id: userId }).first<{ change_seq: string | number } | undefined>('change_seq');
+    return Number(row?.change_seq ?? 0);
+  }
+
+  /**
+   * Resources changed after `after`, at most `limit`. Resources deleted at or before `hideDeletedUpTo`
+   * are left out: a client starting from scratch has nothing to delete.
+   */
+  async changesAfter(userId: string, after: FeedPosition, hideDeletedUpTo: number, limit: number): Promise<ResourceRecord[]> {
+    const rows = await this.db('resources')
+      .where({ user_id: userId })
+      .andWhere((q) => q.where('change_seq', '>', after.seq).orWhere((same) => same.where('change_seq', after.seq).andWhere('id', '>', after.id)))
+      .andWhere((q) => q.whereNull('deleted_at').orWhere('change_seq', '>', hideDeletedUpTo))
+      .orderBy([
+        { column: 'change_seq', order: 'asc' },
+        { column: 'id', order: 'asc' },
+      ])
+      .limit(limit)
+      .select(COLUMNS);
+    return (rows as ResourceRow[]).map(toRecord);
+  }
+}

@@ -1,0 +1,63 @@
+import type { Knex } from 'knex';
+import type { Db } from './knex';
+
+/**
+ * Positions in one owner's change feed. They are handed out while the owner's row is locked, so the
+ * transaction that takes position n commits before any transaction can take n + 1: a reader that has
+ * seen n + 1 has necessarily been able to see n, whatever the clocks of the machines say.
+ */
+export class ChangeClock {
+  private last: number;
+
+  constructor(
+    readonly userId: string,
+    private readonly start: number,
+  ) {
+    this.last = start;
+  }
+
+  /** The next position; each change of the transaction (an op, an upload, a delete) takes one. */
+  next(): number {
+    return ++this.last;
+  }
+
+  get advanced(): boolean {
+    return this.last !== this.start;
+  }
+
+  get position(): number {
+    return this.last;
+  }
+}
+
+/** Told after a commit that changed an owner's tree, so held change-feed requests wake up. */
+export interface ChangeNotifier {
+  changed(userId: string): void;
+}
+
+export const silentNotifier: ChangeNotifier = { changed: () => undefined };
+
+/**
+ * The one way to change an owner's tree: a transaction that locks the owner's row (serialising the
+ * writes of one user across devices, workers and gateways), gives the work a clock for feed positions,
+ * stores the clock's last position with the owner, and after the commit notifies the change feed.
+ */
+export class OwnerTransactions {
+  constructor(
+    private readonly db: Db,
+    private readonly notifier: ChangeNotifier = silentNotifier,
+  ) {}
+
+  async run<T>(userId: string, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>): Promise<T> {
+    let clock: ChangeClock | undefined;
+    const result = await this.db.transaction(async (trx) => {
+      const owner = await trx('users').where({ id: userId }).forUpdate().first<{ change_seq: string | number } | undefined>('change_seq');
+      clock = new ChangeClock(userId, Number(owner?.change_seq ?? 0));
+      const value = await work(trx, clock);
+      if (clock.advanced) await trx('users').where({ id: userId }).update({ change_seq: clock.position });
+      return value;
+    });
+    if (clock?.advanced) this.notifier.changed(userId);
+    return result;
+  }
+}

@@ -1,0 +1,36 @@
+import IORedis from 'ioredis';
+import type { Logger } from '../logger';
+import type { ChangeNotifier } from '../db/owner.transaction';
+import { redisOptions } from './sync.contract';
+
+/**
+ * The doorbell of the change feed: after a commit that changed a user's tree, the writer (a worker or
+ * a gateway) publishes the user id here, and every gateway wakes the feed requests it holds for that
+ * user. The message carries nothing else: the feed itself is always read from MySQL, so a lost message
+ * only delays an answer until the request's `wait` runs out.
+ */
+export function changeChannel(prefix: string): string {
+  return `${prefix}:changes`;
+}
+
+export class RedisChangeNotifier implements ChangeNotifier {
+  private readonly redis: IORedis;
+  private readonly channel: string;
+
+  constructor(redisUrl: string, prefix: string, private readonly logger: Logger) {
+    this.redis = new IORedis(redisOptions(redisUrl, 'producer'));
+    this.redis.on('error', (err) => logger.debug({ err: err.message }, 'redis change publisher connection error'));
+    this.channel = changeChannel(prefix);
+  }
+
+  changed(userId: string): void {
+    this.redis.publish(this.channel, userId).catch((err: Error) => {
+      // Held requests still answer when their wait runs out; nothing is lost.
+      this.logger.warn({ err: err.message }, 'could not publish a change notification');
+    });
+  }
+
+  close(): void {
+    this.redis.disconnect();
+  }
+}
