@@ -28,8 +28,9 @@ async function feed(api: Api, query: string): Promise<{ items: Change[]; cursor:
 }
 
 async function newUserOn(baseUrls: string[]) {
-  const created = await admin.createUser(`proc-feeder-${++userCount}`);
-  return { ...created, on: baseUrls.map((url) => new Api(url, created.token)) };
+  const username = `proc-feeder-${++userCount}`;
+  const created = await admin.createUser(username);
+  return { ...created, username, on: baseUrls.map((url) => new Api(url, created.token)) };
 }
 
 beforeAll(async () => {
@@ -77,7 +78,8 @@ test('a sync batch applied by a worker process wakes a held request', async () =
 
 test('following the feed with limit=1 while two devices and uploads write at once never skips a change', async () => {
   const user = await newUserOn(gateways.map((g) => g.baseUrl));
-  const second = await new Api(gateways[1]!.baseUrl).login(user.api === undefined ? '' : `proc-feeder-${userCount}`, 'user-password-1');
+  // A second device of the same user, writing through the other gateway.
+  const second = await new Api(gateways[1]!.baseUrl).login(user.username, 'user-password-1');
   const writers = [user.on[0]!, second.api];
   const seen = new Map<string, Change>();
   let cursor = (await feed(user.on[1]!, 'limit=1')).cursor;
