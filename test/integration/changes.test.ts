@@ -41,7 +41,7 @@ async function sync(api: Api, ops: unknown[]): Promise<void> {
 }
 
 async function feed(api: Api, query: Record<string, string | number> = {}): Promise<FeedPage> {
-  const res = await api.get(`/v1/sync/changes?${new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]))}`);
+  const res = await api.get(`/v1/sync/changes?${new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)]))}`);
   expect(res.status).toBe(200);
   return res.body as FeedPage;
 }
