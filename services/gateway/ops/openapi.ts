@@ -3,6 +3,7 @@
  * and browsable at /docs. A test walks the Express app and fails when a route is missing here or
  * described here without being served, so the two cannot drift apart silently.
  */
+import { trashParameters, trashPaths, trashSchemas, trashTag } from './openapi/trash';
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const response = (name: string) => ({ $ref: `#/components/responses/${name}` });
@@ -69,6 +70,7 @@ export const openapiDocument = {
     { name: 'files', description: 'files, folders and their content' },
     { name: 'sync', description: 'outbox synchronisation and the permission snapshot' },
     { name: 'operations', description: 'health, readiness, metrics and this description' },
+    trashTag,
   ],
   paths: {
     '/v1/devices': {
@@ -377,8 +379,10 @@ export const openapiDocument = {
         },
       },
     },
+    ...trashPaths,
   },
   components: {
+    parameters: trashParameters,
     securitySchemes: {
       bearerAuth: {
         type: 'http',
@@ -585,6 +589,7 @@ export const openapiDocument = {
           truncated: { type: 'boolean', description: 'more than 10000 matched' },
         },
       },
+      ...trashSchemas,
     },
   },
 } as const;
