@@ -67,7 +67,9 @@ export async function startMaintenance(config: Config, db: Db, logger: Logger): 
       if (!task) throw new Error(`unknown maintenance job ${job.name}`);
       const started = Date.now();
       const result = await task.run();
-      logger.info({ job: job.name, jobId: job.id, ...result, ms: Date.now() - started }, 'maintenance job done');
+      // A run that found nothing to do is the common case; only runs that did something are news.
+      const level = Object.values(result).some((n) => n > 0) ? 'info' : 'debug';
+      logger[level]({ job: job.name, jobId: job.id, ...result, ms: Date.now() - started }, 'maintenance job done');
       return result;
     },
     { connection, prefix: config.queuePrefix, concurrency: 1 },
