@@ -23,6 +23,8 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   readonly feedMaxHeld: number;
   readonly feedMaxHeldPerUser: number;
+  /** Days a deleted resource stays restorable; fractional values allowed (tests use seconds). */
+  readonly trashRetentionDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -50,6 +52,7 @@ const schema = Joi.object({
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).default(30000),
   FEED_MAX_HELD: Joi.number().integer().min(1).default(10000),
   FEED_MAX_HELD_PER_USER: Joi.number().integer().min(1).default(50),
+  TRASH_RETENTION_DAYS: Joi.number().positive().max(36500).default(30),
 })
   .and('ADMIN_USERNAME', 'ADMIN_PASSWORD')
   .unknown(true);
@@ -97,5 +100,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
     feedMaxHeld: value.FEED_MAX_HELD,
     feedMaxHeldPerUser: value.FEED_MAX_HELD_PER_USER,
+    trashRetentionDays: value.TRASH_RETENTION_DAYS,
   });
 }

@@ -1,3 +1,4 @@
+import type { Queue } from 'bullmq';
 import express, { type Express, type RequestHandler } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../../shared/config';
@@ -6,7 +7,9 @@ import { ChangeRepository } from '../../shared/db/change.repository';
 import { DeviceRepository } from '../../shared/db/device.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ResourceRepository } from '../../shared/db/resource.repository';
+import { TrashRepository } from '../../shared/db/trash.repository';
 import { UserRepository } from '../../shared/db/user.repository';
+import { TrashPurger } from '../../shared/lifecycle/trash.purger';
 import { newId } from '../../shared/ids';
 import type { Logger } from '../../shared/logger';
 import { requireUser } from './auth/auth.middleware';
@@ -32,6 +35,8 @@ import { healthRoutes } from './ops/health.routes';
 import { metricsRoutes } from './ops/metrics.routes';
 import { syncRoutes } from './sync/sync.routes';
 import type { SyncClient } from './sync/sync.client';
+import { trashRoutes } from './trash/trash.routes';
+import { TrashService } from './trash/trash.service';
 import { userRoutes } from './users/users.routes';
 
 export interface GatewayDeps {
@@ -41,6 +46,8 @@ export interface GatewayDeps {
   sync: SyncClient;
   changes: ChangeHub;
   logger: Logger;
+  /** Queues shown on the dashboard besides the sync shards (the maintenance queue). */
+  opsQueues?: Queue[];
 }
 
 export interface Gateway {
@@ -62,6 +69,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const storage = new StagingStorage(config.uploadDir);
   const owners = new OwnerTransactions(db, deps.changes);
   const files = new FilesService(owners, resources, config.uploadDir);
+  const trashRepo = new TrashRepository(db);
+  const trash = new TrashService(owners, trashRepo, new TrashPurger(owners, trashRepo, config.uploadDir, logger));
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const authenticated = requireUser(tokens, users);
   const metrics = new GatewayMetrics(sync.queues);
@@ -92,7 +101,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.use(healthRoutes(db, sync));
   app.use(metricsRoutes(metrics.registry));
   app.use(docsRoutes());
-  app.use(dashboardRoutes(sync.queues, adminGate.middleware()));
+  app.use(dashboardRoutes([...sync.queues, ...(deps.opsQueues ?? [])], adminGate.middleware()));
 
   const v1 = express.Router();
   v1.use(recordMountPath);
@@ -106,6 +115,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(authRoutes(auth, config.loginRateLimit, authenticated));
   v1.use(userRoutes(users, hasher, authenticated));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
+  v1.use(trashRoutes(trash, authenticated));
   app.use('/v1', v1);
 
   app.use(notFoundHandler);

@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from '../../shared/config';
 import { createDb } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
+import { openMaintenanceQueue } from '../../shared/queue/maintenance.contract';
 import { buildGateway } from './app';
 import { ensureInitialAdmin, resolveJwtSecret, StartupError } from './bootstrap';
 import { GracefulServer } from './http/graceful.server';
@@ -26,7 +27,8 @@ async function main(): Promise<void> {
     { maxHeld: config.feedMaxHeld, maxPerUser: config.feedMaxHeldPerUser },
     logger,
   );
-  const { app, hasher, storage } = buildGateway({ config, jwtSecret, db, sync, changes, logger });
+  const maintenance = openMaintenanceQueue(config.redisUrl, config.queuePrefix);
+  const { app, hasher, storage } = buildGateway({ config, jwtSecret, db, sync, changes, logger, opsQueues: [maintenance] });
   if ((await ensureInitialAdmin(config, db, hasher)) === 'created') logger.info('initial administrator created');
   await Promise.all([hasher.warmUp(), sync.ready(), changes.ready(), storage.sweep(24 * 3600 * 1000)]);
 
@@ -44,7 +46,7 @@ async function main(): Promise<void> {
     void changes.close();
     void graceful.close(config.shutdownTimeoutMs).then(async (outcome) => {
       if (outcome === 'forced') logger.warn('requests were still in flight at the shutdown deadline; they were cut');
-      await Promise.allSettled([sync.close(), db.destroy()]);
+      await Promise.allSettled([sync.close(), maintenance.close(), db.destroy()]);
       logger.info('gateway stopped');
       process.exit(0);
     });

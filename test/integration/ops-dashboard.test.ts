@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
+import { MAINTENANCE_QUEUE } from '../../shared/queue/maintenance.contract';
 import { syncQueueNames } from '../../shared/queue/sync.contract';
 import { Api } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
@@ -104,7 +105,7 @@ test('an admin’s Bearer token opens the dashboard and its queue API lists ever
   expect(page.headers.get('content-type')).toMatch(/^text\/html/);
   const api = await admin.get('/admin/queues/api/queues');
   expect(api.status).toBe(200);
-  expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual(syncQueueNames(env.config.syncShards).sort());
+  expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual([...syncQueueNames(env.config.syncShards), MAINTENANCE_QUEUE].sort());
 });
 
 test('a non-admin’s Bearer token gets 403 on the dashboard and on its API', async () => {

@@ -9,6 +9,7 @@ import { loadConfig, type Config } from '../../shared/config';
 import { createDb, type Db } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
+import { openMaintenanceQueue } from '../../shared/queue/maintenance.contract';
 import { buildGateway } from '../../services/gateway/app';
 import { ensureInitialAdmin } from '../../services/gateway/bootstrap';
 import { ChangeHub } from '../../services/gateway/changes/change.hub';
@@ -99,7 +100,8 @@ export async function startGateway(env: TestEnv): Promise<RunningGateway> {
     { maxHeld: env.config.feedMaxHeld, maxPerUser: env.config.feedMaxHeldPerUser },
     logger,
   );
-  const { app, hasher } = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes, logger });
+  const maintenance = openMaintenanceQueue(env.config.redisUrl, env.config.queuePrefix);
+  const { app, hasher } = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes, logger, opsQueues: [maintenance] });
   await ensureInitialAdmin(env.config, env.db, hasher);
   await Promise.all([sync.ready(), changes.ready()]);
   const server = await new Promise<Server>((resolve) => {
@@ -115,7 +117,7 @@ export async function startGateway(env: TestEnv): Promise<RunningGateway> {
       await changes.close();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
-      await sync.close();
+      await Promise.all([sync.close(), maintenance.close()]);
     },
   };
 }

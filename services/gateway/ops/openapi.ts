@@ -9,6 +9,7 @@ import { components } from './openapi/components';
 import { filePaths } from './openapi/files.paths';
 import { operationPaths } from './openapi/ops.paths';
 import { syncPaths } from './openapi/sync.paths';
+import { trashParameters, trashPaths, trashSchemas, trashTag } from './openapi/trash.paths';
 
 export const openapiDocument = {
   openapi: '3.1.0',
@@ -35,13 +36,19 @@ export const openapiDocument = {
     { name: 'users', description: 'user administration and lookup' },
     { name: 'files', description: 'files, folders and their content' },
     { name: 'sync', description: 'outbox synchronisation, the permission snapshot and the change feed' },
+    trashTag,
     { name: 'operations', description: 'health, readiness, metrics and this description' },
   ],
   paths: {
     ...accountPaths,
     ...filePaths,
     ...syncPaths,
+    ...trashPaths,
     ...operationPaths,
   },
-  components,
+  components: {
+    ...components,
+    parameters: trashParameters,
+    schemas: { ...components.schemas, ...trashSchemas },
+  },
 } as const;
