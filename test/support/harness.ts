@@ -11,6 +11,7 @@ import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
 import { buildGateway } from '../../services/gateway/app';
 import { ensureInitialAdmin } from '../../services/gateway/bootstrap';
+import { createHttpServer, listen, type HttpServerOptions } from '../../services/gateway/http/http.server';
 import { SyncClient } from '../../services/gateway/sync/sync.client';
 
 export const ADMIN = { username: 'admin', password: 'admin-password-1' };
@@ -39,6 +40,8 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     ADMIN_PASSWORD: ADMIN.password,
     QUEUE_PREFIX: name,
     LOGIN_RATE_LIMIT: '0',
+    LOGIN_ADDRESS_RATE_LIMIT: '0',
+    REGISTER_RATE_LIMIT: '0',
     LOG_LEVEL: 'silent',
     SYNC_SHARDS: '4',
     SYNC_TIMEOUT_MS: '15000',
@@ -85,18 +88,16 @@ export interface RunningGateway {
 }
 
 /** The gateway app in this process on an ephemeral port, exactly as main.ts wires it. */
-export async function startGateway(env: TestEnv): Promise<RunningGateway> {
+export async function startGateway(env: TestEnv, serverOptions: HttpServerOptions = {}): Promise<RunningGateway> {
   const logger = createLogger('gateway', env.config.logLevel);
   const sync = new SyncClient(
     { redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, shards: env.config.syncShards, timeoutMs: env.config.syncTimeoutMs },
     logger,
   );
-  const { app, hasher } = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, logger });
-  await ensureInitialAdmin(env.config, env.db, hasher);
+  const gateway = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, logger });
+  await ensureInitialAdmin(env.config, env.db, gateway.hasher);
   await sync.ready();
-  const server = await new Promise<Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
+  const server = await listen(createHttpServer(gateway.app, serverOptions), 0, '127.0.0.1');
   const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://127.0.0.1:${port}`,
@@ -105,7 +106,7 @@ export async function startGateway(env: TestEnv): Promise<RunningGateway> {
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
-      await sync.close();
+      await Promise.all([sync.close(), gateway.close()]);
     },
   };
 }
