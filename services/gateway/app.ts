@@ -62,11 +62,11 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const files = new FilesService(db, resources, config.uploadDir);
   const authenticated = requireUser(tokens, users);
   const metrics = new GatewayMetrics(sync.queues);
-  // A verified Basic login is trusted for a minute: the dashboard sends it with every asset and poll.
   const limits = new RateLimits(config.redisUrl, config.queuePrefix, logger);
   const basicFailures = new FailureLimit(limits.store('admin-basic'), config.loginRateLimit, (err) =>
     logger.warn({ reason: err instanceof Error ? err.message : String(err) }, 'dashboard failure limit: Redis unavailable, not counted'),
   );
+  // A verified Basic login is trusted for a minute: the dashboard sends it with every asset and poll.
   const adminGate = new AdminGate(users, tokens, hasher, { cacheTtlMs: 60_000, failures: basicFailures });
   // The address limit comes first, so rotating usernames from one address cannot dodge it.
   const loginLimits = [

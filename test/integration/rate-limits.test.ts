@@ -69,11 +69,38 @@ test('the per-address-and-username limit is shared by two gateways', async () =>
   }
 });
 
-test('rotating usernames from one address hits the per-address limit, on either gateway, whatever the next username', async () => {
+/** Counts the Argon2 verifications both gateways run from now on. */
+function countVerifications(): { readonly count: number; restore(): void } {
+  let count = 0;
+  const originals = [one, two].map((g) => {
+    const original = g.hasher.verify.bind(g.hasher);
+    g.hasher.verify = (hash, password) => {
+      count++;
+      return original(hash, password);
+    };
+    return () => (g.hasher.verify = original);
+  });
+  return {
+    get count() {
+      return count;
+    },
+    restore: () => originals.forEach((restore) => restore()),
+  };
+}
+
+test('rotating usernames from one address hits the per-address limit, on either gateway, whatever the next username, before any hashing', async () => {
   const ip = address();
-  for (let i = 0; i < 10; i++) expect((await from(i % 2 === 0 ? one : two, ip).login(randomName(), 'whatever-password')).status).toBe(401);
-  expectLimited(await from(one, ip).login(randomName(), 'whatever-password'));
-  expectLimited(await from(two, ip).login(ADMIN.username, ADMIN.password));
+  const verifications = countVerifications();
+  try {
+    for (let i = 0; i < 10; i++) expect((await from(i % 2 === 0 ? one : two, ip).login(randomName(), 'whatever-password')).status).toBe(401);
+    expect(verifications.count).toBe(10);
+    expectLimited(await from(one, ip).login(randomName(), 'whatever-password'));
+    expectLimited(await from(two, ip).login(ADMIN.username, ADMIN.password));
+    // The refused attempts never reached Argon2.
+    expect(verifications.count).toBe(10);
+  } finally {
+    verifications.restore();
+  }
   // Another address is not affected.
   expect((await from(two, address()).login(ADMIN.username, ADMIN.password)).status).toBe(200);
 });

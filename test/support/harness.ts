@@ -10,6 +10,7 @@ import { createDb, type Db } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
 import { buildGateway } from '../../services/gateway/app';
+import type { PasswordHasher } from '../../services/gateway/auth/password.hasher';
 import { ensureInitialAdmin } from '../../services/gateway/bootstrap';
 import { createHttpServer, listen, type HttpServerOptions } from '../../services/gateway/http/http.server';
 import { SyncClient } from '../../services/gateway/sync/sync.client';
@@ -84,6 +85,8 @@ export interface RunningGateway {
   baseUrl: string;
   server: Server;
   sync: SyncClient;
+  /** The Argon2 hasher the gateway's routes use, for tests that count what reaches it. */
+  hasher: PasswordHasher;
   close(): Promise<void>;
 }
 
@@ -103,6 +106,7 @@ export async function startGateway(env: TestEnv, serverOptions: HttpServerOption
     baseUrl: `http://127.0.0.1:${port}`,
     server,
     sync,
+    hasher: gateway.hasher,
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

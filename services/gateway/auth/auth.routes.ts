@@ -19,7 +19,7 @@ const passwordSchema = Joi.object({
 
 /**
  * `limits` run before the body is validated and before any password is hashed: the sign-in limits
- * per client address and per address and username (see rateLimitedLogin in app.ts).
+ * per client address and per address and username (built in app.ts).
  */
 export function authRoutes(auth: AuthService, limits: RequestHandler[], authenticated: ReturnType<typeof requireUser>): Router {
   const router = Router();

@@ -140,7 +140,7 @@ export function fileRoutes(
     };
     let fields;
     try {
-      if (!fileNameIsUtf8(req)) throw invalid('the file name is not valid UTF-8');
+      if (!fileNameIsUtf8(req)) throw invalid('the file part\'s headers (its file name) are not valid UTF-8');
       fields = { id: field('id'), folderId: field('folderId'), name: field('name') };
     } catch (err) {
       await storage.removeStaged(file.path);
