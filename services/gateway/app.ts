@@ -17,6 +17,7 @@ import { authRoutes } from './auth/auth.routes';
 import { AuthService } from './auth/auth.service';
 import { ConcurrencyLimiter } from './auth/limiter';
 import { PasswordHasher } from './auth/password.hasher';
+import { clientAddress, clientAndUsername, FailureLimit, RateLimits } from './auth/rate.limits';
 import { TokenService } from './auth/token.service';
 import type { ChangeHub } from './changes/change.hub';
 import { changeRoutes } from './changes/changes.routes';
@@ -26,7 +27,7 @@ import { deviceRoutes } from './devices/devices.routes';
 import { fileRoutes } from './files/files.routes';
 import { FilesService } from './files/files.service';
 import { StagingStorage } from './files/upload.storage';
-import { errorHandler, notFoundHandler } from './http/errors.middleware';
+import { errorHandler, notFoundHandler, refuseDeepJson } from './http/errors.middleware';
 import { AdminGate } from './ops/dashboard.auth';
 import { dashboardRoutes } from './ops/dashboard.routes';
 import { docsRoutes } from './ops/docs.routes';
@@ -55,9 +56,14 @@ export interface Gateway {
   hasher: PasswordHasher;
   storage: StagingStorage;
   metrics: GatewayMetrics;
+  /** Closes what buildGateway opened itself (the rate limits' Redis connection). */
+  close(): Promise<void>;
 }
 
-/** Wires the gateway's routes; starts nothing, so tests can bind it to an ephemeral port. */
+/**
+ * Wires the gateway's routes; binds no port, so tests can bind it to an ephemeral one. It opens one
+ * Redis connection, for the rate limits; `close()` ends it.
+ */
 export function buildGateway(deps: GatewayDeps): Gateway {
   const { config, db, sync, logger } = deps;
   const users = new UserRepository(db);
@@ -74,12 +80,24 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const authenticated = requireUser(tokens, users);
   const metrics = new GatewayMetrics(sync.queues);
+  const limits = new RateLimits(config.redisUrl, config.queuePrefix, logger);
+  const basicFailures = new FailureLimit(limits.store('admin-basic'), config.loginRateLimit, (err) =>
+    logger.warn({ reason: err instanceof Error ? err.message : String(err) }, 'dashboard failure limit: Redis unavailable, not counted'),
+  );
   // A verified Basic login is trusted for a minute: the dashboard sends it with every asset and poll.
-  const adminGate = new AdminGate(users, tokens, hasher, { cacheTtlMs: 60_000, failuresPerMinute: config.loginRateLimit });
+  const adminGate = new AdminGate(users, tokens, hasher, { cacheTtlMs: 60_000, failures: basicFailures });
+  // The address limit comes first, so rotating usernames from one address cannot dodge it.
+  const loginLimits = [
+    limits.limit('login-address', config.loginAddressRateLimit, clientAddress, 'too many sign-in attempts from this address, retry later'),
+    limits.limit('login', config.loginRateLimit, clientAndUsername, 'too many sign-in attempts, retry later'),
+  ];
+  const registerLimit = limits.limit('register', config.registerRateLimit, clientAddress, 'too many device registrations from this address, retry later');
 
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // Which X-Forwarded-For hops to believe for req.ip (the address the rate limits count); none by default.
+  app.set('trust proxy', config.trustProxy);
   app.use(metrics.http());
   app.use(
     pinoHttp({
@@ -91,6 +109,13 @@ export function buildGateway(deps: GatewayDeps): Gateway {
         return id;
       },
       autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics' },
+      // pino-http adds a made-up Error (with a stack) to every 5xx line; a 503 is a planned answer,
+      // already logged at warn by the error handler, so its line carries no error object.
+      customErrorObject: (_req, res, _err, value: Record<string, unknown>) => {
+        if (res.statusCode !== 503) return value;
+        const { err: _dropped, ...rest } = value;
+        return rest;
+      },
       serializers: {
         req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
@@ -110,9 +135,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // The sync batch is parsed by its own route without loss of 64-bit integers, so it comes first.
   v1.use(syncRoutes(metrics.meterSync(sync), resources, authenticated));
   v1.use(changeRoutes(feed, authenticated));
-  v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'] }));
-  v1.use(deviceRoutes(devices));
-  v1.use(authRoutes(auth, config.loginRateLimit, authenticated));
+  v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
+  v1.use(deviceRoutes(devices, registerLimit));
+  v1.use(authRoutes(auth, loginLimits, authenticated));
   v1.use(userRoutes(users, hasher, authenticated));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
   v1.use(trashRoutes(trash, authenticated));
@@ -120,5 +145,5 @@ export function buildGateway(deps: GatewayDeps): Gateway {
 
   app.use(notFoundHandler);
   app.use(errorHandler);
-  return { app, hasher, storage, metrics };
+  return { app, hasher, storage, metrics, close: () => limits.close() };
 }

@@ -82,7 +82,7 @@ async function machine(stack: BenchStack): Promise<Record<string, unknown>> {
     redis: /redis_version:(\S+)/.exec(info)?.[1],
     disk,
     loadAverageAtStart: os.loadavg().map((l) => Math.round(l * 100) / 100),
-    serviceSettings: { SYNC_SHARDS, LOGIN_CONCURRENCY, SYNC_TIMEOUT_MS, LOG_LEVEL: 'warn', LOGIN_RATE_LIMIT: 0 },
+    serviceSettings: { SYNC_SHARDS, LOGIN_CONCURRENCY, SYNC_TIMEOUT_MS, LOG_LEVEL: 'warn', LOGIN_RATE_LIMIT: 0, LOGIN_ADDRESS_RATE_LIMIT: 0, REGISTER_RATE_LIMIT: 0 },
   };
 }
 

@@ -99,6 +99,8 @@ export class BenchStack {
       WORKER_PORT: '0',
       LOG_LEVEL: 'warn',
       LOGIN_RATE_LIMIT: '0',
+      LOGIN_ADDRESS_RATE_LIMIT: '0',
+      REGISTER_RATE_LIMIT: '0',
       SYNC_SHARDS: String(SYNC_SHARDS),
       LOGIN_CONCURRENCY: String(LOGIN_CONCURRENCY),
       SYNC_TIMEOUT_MS: String(SYNC_TIMEOUT_MS),

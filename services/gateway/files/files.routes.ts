@@ -6,8 +6,10 @@ import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, queryString, singleParam } from '../http/request';
 import { toFileView, toFolderView } from './files.presenter';
 import { optionalResourceId, type FilesService } from './files.service';
-import { feedNotingFileType, fileTypeDeclared } from './part.headers';
+import { feedNotingFileType, fileNameIsUtf8, fileTypeDeclared } from './part.headers';
 import type { StagedFile, StagingStorage } from './upload.storage';
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 const SORTS: Record<string, FileSortColumn> = {
   size: 'size_bytes',
@@ -45,12 +47,15 @@ export function fileRoutes(
   authenticated: ReturnType<typeof requireUser>,
 ): Router {
   const router = Router();
-  const options: multer.Options & { streamHandler: typeof feedNotingFileType } = {
+  const options: multer.Options & { streamHandler: typeof feedNotingFileType; defCharset: string } = {
     storage,
-    // File names in Content-Disposition are UTF-8 in every current client.
+    // File names in Content-Disposition are UTF-8 in every current client (checked in part.headers.ts).
     defParamCharset: 'utf8',
+    // Text fields arrive as raw bytes (one char per byte) and are decoded strictly below, so that
+    // invalid UTF-8 is refused rather than turned into U+FFFD.
+    defCharset: 'latin1',
     limits: { fileSize: maxUploadBytes, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12, headerPairs: 100 },
-    // multer 2 option, missing from @types/multer: tells whether the file part declared a type.
+    // multer 2 options missing from @types/multer (defCharset too): tells whether the file part declared a type.
     streamHandler: feedNotingFileType,
   };
   const multipart = multer(options).single('file');
@@ -127,10 +132,15 @@ export function fileRoutes(
       const value = body[name];
       if (value === undefined) return undefined;
       if (typeof value !== 'string') throw invalid(`field ${name} must be given once`);
-      return value;
+      try {
+        return strictUtf8.decode(Buffer.from(value, 'latin1'));
+      } catch {
+        throw invalid(`field ${name} is not valid UTF-8`, { field: name });
+      }
     };
     let fields;
     try {
+      if (!fileNameIsUtf8(req)) throw invalid('the file part\'s headers (its file name) are not valid UTF-8');
       fields = { id: field('id'), folderId: field('folderId'), name: field('name') };
     } catch (err) {
       await storage.removeStaged(file.path);

@@ -23,12 +23,20 @@ export const STAGING_DIR = '.staging';
  */
 export class StagingStorage implements StorageEngine {
   readonly dir: string;
+  /** Staged files of requests still running: how to stop each write, and when it has settled. */
+  private readonly inFlight = new Map<string, { abort: () => void; settled: Promise<unknown> }>();
+  private closed = false;
 
   constructor(uploadDir: string) {
     this.dir = path.join(uploadDir, STAGING_DIR);
   }
 
-  _handleFile(_req: Request, file: Express.Multer.File, cb: (error?: unknown, info?: Partial<Express.Multer.File>) => void): void {
+  _handleFile(req: Request, file: Express.Multer.File, cb: (error?: unknown, info?: Partial<Express.Multer.File>) => void): void {
+    if (this.closed) {
+      file.stream.resume();
+      cb(new Error('the gateway is shutting down'));
+      return;
+    }
     const target = path.join(this.dir, `${newId()}.part`);
     const hash = createHash('sha256');
     let size = 0;
@@ -39,12 +47,42 @@ export class StagingStorage implements StorageEngine {
         done(null, chunk);
       },
     });
-    fs.mkdir(this.dir, { recursive: true })
+    const settled = fs
+      .mkdir(this.dir, { recursive: true })
       .then(() => pipeline(file.stream, meter, createWriteStream(target, { flags: 'wx' })))
       .then(
         () => cb(null, { path: target, size, sha256: hash.digest('hex') } as Partial<Express.Multer.File>),
         (err: unknown) => fs.rm(target, { force: true }).finally(() => cb(err)),
       );
+    this.inFlight.set(target, { abort: () => file.stream.destroy(new Error('the gateway is shutting down')), settled });
+    // Once the response is sent, the files service has moved or removed the staged file itself; a
+    // request cut short is tracked until its own write has stopped and removed the file.
+    const forget = () => this.inFlight.delete(target);
+    if (req.res) {
+      req.res.once('finish', forget);
+      req.res.once('close', () => void settled.finally(forget));
+    } else {
+      void settled.finally(forget);
+    }
+  }
+
+  /**
+   * At shutdown, after the server has stopped serving: stops the writes of uploads that did not
+   * finish and removes their staging files, so none outlives the process. Returns how many uploads
+   * it stopped.
+   */
+  async removeInFlight(): Promise<number> {
+    this.closed = true;
+    const entries = [...this.inFlight.entries()];
+    this.inFlight.clear();
+    await Promise.all(
+      entries.map(async ([file, entry]) => {
+        entry.abort();
+        await entry.settled.catch(() => undefined);
+        await fs.rm(file, { force: true });
+      }),
+    );
+    return entries.length;
   }
 
   _removeFile(_req: Request, file: Express.Multer.File, cb: (error: Error | null) => void): void {
@@ -55,6 +93,7 @@ export class StagingStorage implements StorageEngine {
   }
 
   async removeStaged(file: string): Promise<void> {
+    this.inFlight.delete(file);
     await fs.rm(file, { force: true });
   }
 
