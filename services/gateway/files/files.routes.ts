@@ -4,6 +4,7 @@ import { AppError, invalid, notFound } from '../../../shared/errors';
 import type { FileSortColumn } from '../../../shared/db/resource.repository';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, queryString, singleParam } from '../http/request';
+import { reprDigest, sha256FromHexField } from '../content/digest';
 import { toFileView, toFolderView } from './files.presenter';
 import { optionalResourceId, type FilesService } from './files.service';
 import { feedNotingFileType, fileTypeDeclared } from './part.headers';
@@ -86,6 +87,8 @@ export function fileRoutes(
     const { file, absolutePath } = await files.contentOf(principalOf(req).userId, singleParam(req, 'id'));
     const etag = file.contentSha256 ? `"${file.contentSha256}"` : undefined;
     if (etag) res.setHeader('ETag', etag);
+    // Of the whole content, on 206 as on 200 (RFC 9530: the digest of the representation).
+    if (file.contentSha256) res.setHeader('Repr-Digest', reprDigest(file.contentSha256));
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Cache-Control', 'private, no-cache');
     // Answered here rather than by `send`, which ignores If-None-Match when the request says
@@ -103,7 +106,7 @@ export function fileRoutes(
         return;
       }
       // The error goes out as JSON, not as the file's type or as an attachment.
-      for (const header of ['Content-Type', 'Content-Disposition', 'ETag']) res.removeHeader(header);
+      for (const header of ['Content-Type', 'Content-Disposition', 'ETag', 'Repr-Digest']) res.removeHeader(header);
       const { code, status } = err as { code?: string; status?: number };
       if (code === 'ENOENT') return next(notFound('this file has no content'));
       // send has set Content-Range: bytes */<size>; the status must say why.
@@ -130,8 +133,10 @@ export function fileRoutes(
       return value;
     };
     let fields;
+    let expectedSha256;
     try {
       fields = { id: field('id'), folderId: field('folderId'), name: field('name') };
+      expectedSha256 = sha256FromHexField(field('sha256'));
     } catch (err) {
       await storage.removeStaged(file.path);
       throw err;
@@ -144,6 +149,7 @@ export function fileRoutes(
       // Busboy says text/plain for a part without Content-Type; the contract treats that as missing.
       declaredType: fileTypeDeclared(req) === false ? undefined : file.mimetype,
       fields,
+      expectedSha256,
     });
     res.status(201).json(toFileView(record));
   });

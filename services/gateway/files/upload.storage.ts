@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { createWriteStream, promises as fs } from 'node:fs';
 import path from 'node:path';
-import { Transform } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request } from 'express';
 import type { StorageEngine } from 'multer';
+import { AppError } from '../../../shared/errors';
 import { newId } from '../../../shared/ids';
 
 /** What the storage engine adds to multer's file object. */
@@ -52,6 +53,46 @@ export class StagingStorage implements StorageEngine {
       () => cb(null),
       (err: Error) => cb(err),
     );
+  }
+
+  /**
+   * Streams a raw body (PUT content) to a new staged file while hashing it. More than `maxBytes`
+   * stops the transfer at once with FILE_TOO_LARGE; on any failure the partial file is removed.
+   */
+  async stage(source: Readable, maxBytes: number): Promise<StagedFile> {
+    const target = path.join(this.dir, `${newId()}.part`);
+    const hash = createHash('sha256');
+    let size = 0;
+    const meter = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        size += chunk.length;
+        if (size > maxBytes) return done(new AppError('FILE_TOO_LARGE', 'the content is larger than the upload limit'));
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    // The request is piped rather than put in the pipeline: a pipeline would destroy it on failure,
+    // and with it the socket the 413 has to be answered on.
+    let ended = false;
+    const onEnd = () => (ended = true);
+    const onError = (err: Error) => meter.destroy(err);
+    const onClose = () => {
+      if (!ended) meter.destroy(new AppError('INVALID_REQUEST', 'the request body was cut short'));
+    };
+    source.on('end', onEnd).on('error', onError).on('close', onClose);
+    try {
+      await fs.mkdir(this.dir, { recursive: true });
+      const written = pipeline(meter, createWriteStream(target, { flags: 'wx' }));
+      source.pipe(meter);
+      await written;
+      return { path: target, size, sha256: hash.digest('hex') };
+    } catch (err) {
+      source.unpipe(meter);
+      await fs.rm(target, { force: true });
+      throw err;
+    } finally {
+      source.off('end', onEnd).off('error', onError).off('close', onClose);
+    }
   }
 
   async removeStaged(file: string): Promise<void> {
