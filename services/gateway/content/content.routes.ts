@@ -7,6 +7,23 @@ import type { StagingStorage } from '../files/upload.storage';
 import type { ContentService } from './content.service';
 import { declaredBodyDigest } from './digest';
 
+/** How long the rest of a refused body is read and dropped before the connection is cut. */
+const LINGER_MS = 5000;
+
+/**
+ * After an early answer (404, 412, 413) the client may still be sending. Closing at once would reset
+ * the connection, and a client that is still writing could lose the answer with it; so the rest is
+ * read and dropped for a little while (what servers call a lingering close), then the socket is cut.
+ */
+function discardRest(req: Request): void {
+  req.unpipe();
+  req.resume();
+  const timer = setTimeout(() => req.socket.destroy(), LINGER_MS);
+  timer.unref();
+  const done = () => clearTimeout(timer);
+  req.once('end', done).once('close', done);
+}
+
 function header(req: Request, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value.join(', ') : value;
@@ -48,8 +65,7 @@ export function contentRoutes(
       });
       res.json(toFileView(record));
     } catch (err) {
-      // The rest of the body is not worth reading: answer and close rather than drain it.
-      if (!req.complete) res.setHeader('Connection', 'close');
+      if (!req.complete) discardRest(req);
       throw err;
     }
   });
