@@ -17,6 +17,9 @@ const SORTS: Record<string, FileSortColumn> = {
   added_at: 'created_at',
 };
 
+/** Chunk size of content downloads. */
+const READ_CHUNK = 1024 * 1024;
+
 /** Multer failures in the contract's terms; the storage engine has already removed partial files. */
 function uploadError(err: unknown): AppError {
   if (err instanceof multer.MulterError) {
@@ -99,7 +102,10 @@ export function fileRoutes(
     }
     res.attachment(file.name);
     res.type(file.mimeType || 'application/octet-stream');
-    res.sendFile(absolutePath, { etag: false, lastModified: false, dotfiles: 'allow', acceptRanges: true }, (err) => {
+    // Reads of 1 MiB rather than the stock 64 KiB: a fraction of the reads, writes and event-loop turns
+    // per file (the transfer bench shows the difference). A range reads no more than it needs.
+    const options = { etag: false, lastModified: false, dotfiles: 'allow', acceptRanges: true, highWaterMark: READ_CHUNK } as const;
+    res.sendFile(absolutePath, options, (err) => {
       if (!err) return;
       if (res.headersSent) {
         res.destroy();
