@@ -4,6 +4,8 @@
  * described here without being served, so the two cannot drift apart silently.
  */
 
+import { replaceContentOperation, reprDigestHeader, uploadDigestField } from './openapi/content';
+
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const response = (name: string) => ({ $ref: `#/components/responses/${name}` });
 const json = (schema: object) => ({ 'application/json': { schema } });
@@ -20,6 +22,7 @@ const INT64 = {
   ],
 };
 const NAME = { type: 'string', minLength: 1, maxLength: 255, description: 'NFC-normalised; no "/", no control character, not "." or ".."' };
+const REV = { type: 'integer', minimum: 1, description: '1 at creation, higher after every change (rename, move, delete, restore, new content)' };
 const PASSWORD = { type: 'string', minLength: 8, maxLength: 1024, format: 'password' };
 
 const idParam = (what: string) => ({ name: 'id', in: 'path', required: true, description: `the ${what} id`, schema: ID });
@@ -212,6 +215,7 @@ export const openapiDocument = {
                   folderId: { ...ID, description: 'the parent folder; root when absent' },
                   id: { ...ID, description: 'a client-chosen id not used by any resource' },
                   name: { ...NAME, description: 'defaults to the uploaded file name' },
+                  ...uploadDigestField,
                 },
               },
             },
@@ -286,6 +290,7 @@ export const openapiDocument = {
           '503': response('Unavailable'),
         },
       },
+      put: replaceContentOperation,
     },
     '/v1/folders': {
       get: {
@@ -408,7 +413,7 @@ export const openapiDocument = {
             properties: {
               code: {
                 type: 'string',
-                enum: ['INVALID_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'NAME_CONFLICT', 'FILE_TOO_LARGE', 'RATE_LIMITED', 'INTERNAL', 'SERVICE_UNAVAILABLE'],
+                enum: ['INVALID_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'NAME_CONFLICT', 'PRECONDITION_FAILED', 'FILE_TOO_LARGE', 'RATE_LIMITED', 'INTERNAL', 'SERVICE_UNAVAILABLE'],
               },
               message: { type: 'string' },
               details: {},
@@ -427,7 +432,8 @@ export const openapiDocument = {
           folderId: { anyOf: [ID, { const: '' }], description: 'empty at the root' },
           createdAt: TIMESTAMP,
           updatedAt: TIMESTAMP,
-          sha256: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'of the content, once uploaded' },
+          rev: REV,
+          sha256: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'of the content; absent while the file has none' },
         },
       },
       Folder: {
@@ -439,6 +445,7 @@ export const openapiDocument = {
           parentId: { anyOf: [ID, { const: '' }], description: 'empty at the root' },
           createdAt: TIMESTAMP,
           updatedAt: TIMESTAMP,
+          rev: REV,
         },
       },
       Page: {
@@ -592,7 +599,8 @@ export const openapiDocument = {
 function contentHeaders() {
   return {
     'Content-Length': { schema: { type: 'integer' } },
-    ETag: { schema: { type: 'string' } },
+    ETag: { description: '`"<sha256>"`, what If-Match of PUT content compares with', schema: { type: 'string' } },
+    ...reprDigestHeader,
     'Accept-Ranges': { schema: { const: 'bytes' } },
     'Content-Disposition': { description: 'attachment, with the file name safely encoded', schema: { type: 'string' } },
   };
