@@ -46,7 +46,7 @@ export function checkContentConditions(current: string | null, conditions: Conte
     const tags = entityTags(ifNoneMatch);
     // If-None-Match uses the weak comparison.
     if (tags === '*' || tags.some((t) => t.opaque === current)) {
-      throw preconditionFailed('If-None-Match: the file already has that content');
+      throw preconditionFailed(tags === '*' ? 'If-None-Match: *: the file already has content' : 'If-None-Match: the file already has that content');
     }
   }
 }
