@@ -23,6 +23,8 @@ import type { ChangeHub } from './changes/change.hub';
 import { changeRoutes } from './changes/changes.routes';
 import { ChangesService } from './changes/changes.service';
 import { CursorCodec } from './changes/feed.cursor';
+import { contentRoutes } from './content/content.routes';
+import { ContentService } from './content/content.service';
 import { deviceRoutes } from './devices/devices.routes';
 import { fileRoutes } from './files/files.routes';
 import { FilesService } from './files/files.service';
@@ -77,6 +79,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const files = new FilesService(owners, resources, config.uploadDir);
   const trashRepo = new TrashRepository(db);
   const trash = new TrashService(owners, trashRepo, new TrashPurger(owners, trashRepo, config.uploadDir, logger));
+  const content = new ContentService(owners, resources, config.uploadDir, logger);
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const authenticated = requireUser(tokens, users);
   const metrics = new GatewayMetrics(sync.queues);
@@ -135,6 +138,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // The sync batch is parsed by its own route without loss of 64-bit integers, so it comes first.
   v1.use(syncRoutes(metrics.meterSync(sync), resources, authenticated));
   v1.use(changeRoutes(feed, authenticated));
+  // Raw content bodies of any type, so also ahead of the JSON parser.
+  v1.use(contentRoutes(content, storage, config.maxUploadBytes, authenticated));
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
   v1.use(deviceRoutes(devices, registerLimit));
   v1.use(authRoutes(auth, loginLimits, authenticated));

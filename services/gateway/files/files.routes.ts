@@ -4,6 +4,7 @@ import { AppError, invalid, notFound } from '../../../shared/errors';
 import type { FileSortColumn } from '../../../shared/db/resource.repository';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, queryString, singleParam } from '../http/request';
+import { reprDigest, sha256FromHexField } from '../content/digest';
 import { toFileView, toFolderView } from './files.presenter';
 import { optionalResourceId, type FilesService } from './files.service';
 import { feedNotingFileType, fileNameIsUtf8, fileTypeDeclared } from './part.headers';
@@ -17,6 +18,9 @@ const SORTS: Record<string, FileSortColumn> = {
   updated_at: 'updated_at',
   added_at: 'created_at',
 };
+
+/** Chunk size of content downloads. */
+const READ_CHUNK = 1024 * 1024;
 
 /** Multer failures in the contract's terms; the storage engine has already removed partial files. */
 function uploadError(err: unknown): AppError {
@@ -91,6 +95,8 @@ export function fileRoutes(
     const { file, absolutePath } = await files.contentOf(principalOf(req).userId, singleParam(req, 'id'));
     const etag = file.contentSha256 ? `"${file.contentSha256}"` : undefined;
     if (etag) res.setHeader('ETag', etag);
+    // Of the whole content, on 206 as on 200 (RFC 9530: the digest of the representation).
+    if (file.contentSha256) res.setHeader('Repr-Digest', reprDigest(file.contentSha256));
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Cache-Control', 'private, no-cache');
     // Answered here rather than by `send`, which ignores If-None-Match when the request says
@@ -101,14 +107,17 @@ export function fileRoutes(
     }
     res.attachment(file.name);
     res.type(file.mimeType || 'application/octet-stream');
-    res.sendFile(absolutePath, { etag: false, lastModified: false, dotfiles: 'allow', acceptRanges: true }, (err) => {
+    // Reads of 1 MiB rather than the stock 64 KiB: a fraction of the reads, writes and event-loop turns
+    // per file (the transfer bench shows the difference). A range reads no more than it needs.
+    const options = { etag: false, lastModified: false, dotfiles: 'allow', acceptRanges: true, highWaterMark: READ_CHUNK } as const;
+    res.sendFile(absolutePath, options, (err) => {
       if (!err) return;
       if (res.headersSent) {
         res.destroy();
         return;
       }
       // The error goes out as JSON, not as the file's type or as an attachment.
-      for (const header of ['Content-Type', 'Content-Disposition', 'ETag']) res.removeHeader(header);
+      for (const header of ['Content-Type', 'Content-Disposition', 'ETag', 'Repr-Digest']) res.removeHeader(header);
       const { code, status } = err as { code?: string; status?: number };
       if (code === 'ENOENT') return next(notFound('this file has no content'));
       // send has set Content-Range: bytes */<size>; the status must say why.
@@ -139,9 +148,11 @@ export function fileRoutes(
       }
     };
     let fields;
+    let expectedSha256;
     try {
       if (!fileNameIsUtf8(req)) throw invalid('the file part\'s headers (its file name) are not valid UTF-8');
       fields = { id: field('id'), folderId: field('folderId'), name: field('name') };
+      expectedSha256 = sha256FromHexField(field('sha256'));
     } catch (err) {
       await storage.removeStaged(file.path);
       throw err;
@@ -154,6 +165,7 @@ export function fileRoutes(
       // Busboy says text/plain for a part without Content-Type; the contract treats that as missing.
       declaredType: fileTypeDeclared(req) === false ? undefined : file.mimetype,
       fields,
+      expectedSha256,
     });
     res.status(201).json(toFileView(record));
   });

@@ -1,3 +1,4 @@
+import { reprDigestHeader } from './content.paths';
 /** Building blocks shared by every area of the OpenAPI description. */
 
 export const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -42,7 +43,8 @@ export const health = {
 export function contentHeaders() {
   return {
     'Content-Length': { schema: { type: 'integer' } },
-    ETag: { schema: { type: 'string' } },
+    ETag: { description: '`"<sha256>"`, what If-Match of PUT content compares with', schema: { type: 'string' } },
+    ...reprDigestHeader,
     'Accept-Ranges': { schema: { const: 'bytes' } },
     'Content-Disposition': { description: 'attachment, with the file name safely encoded', schema: { type: 'string' } },
   };

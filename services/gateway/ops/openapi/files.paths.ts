@@ -1,3 +1,4 @@
+import { replaceContentOperation, uploadDigestField } from './content.paths';
 import { ref, response, ok, ID, NAME, idParam, LIMIT, OFFSET, errorResponse, contentHeaders } from './common';
 
 /** Files, folders and their content. */
@@ -45,6 +46,7 @@ export const filePaths = {
                 folderId: { ...ID, description: 'the parent folder; root when absent' },
                 id: { ...ID, description: 'a client-chosen id not used by any resource' },
                 name: { ...NAME, description: 'defaults to the uploaded file name' },
+                ...uploadDigestField,
               },
             },
           },
@@ -119,6 +121,7 @@ export const filePaths = {
         '503': response('Unavailable'),
       },
     },
+    put: replaceContentOperation,
   },
   '/v1/folders': {
     get: {
