@@ -30,6 +30,15 @@ export class ChangeClock {
   }
 }
 
+/**
+ * The columns every change of a resource writes besides its own: the time, the next revision and the
+ * feed position the change took from its transaction's clock. Every write path spreads it into its
+ * UPDATE, so none can forget the feed.
+ */
+export function changeColumns(db: Knex | Knex.Transaction, now: Date, seq: number) {
+  return { updated_at: now, change_seq: seq, rev: db.raw('rev + 1') };
+}
+
 /** Told after a commit that changed an owner's tree, so held change-feed requests wake up. */
 export interface ChangeNotifier {
   changed(userId: string): void;

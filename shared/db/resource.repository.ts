@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { translateResourceWriteError } from './errors';
+import { changeColumns } from './owner.transaction';
 
 export type ResourceType = 'file' | 'folder';
 
@@ -238,14 +239,9 @@ export class ResourceRepository {
     }
   }
 
-  /** What every change writes besides its own columns: the time, the next revision, the feed position. */
-  private changed(now: Date, seq: number) {
-    return { updated_at: now, change_seq: seq, rev: this.db.raw('rev + 1') };
-  }
-
   async rename(userId: string, id: string, name: string, now: Date, seq: number): Promise<boolean> {
     try {
-      return (await this.active(userId).andWhere({ id }).update({ name, ...this.changed(now, seq) })) > 0;
+      return (await this.active(userId).andWhere({ id }).update({ name, ...changeColumns(this.db, now, seq) })) > 0;
     } catch (err) {
       translateResourceWriteError(err);
     }
@@ -253,14 +249,14 @@ export class ResourceRepository {
 
   async move(userId: string, id: string, parentId: string | null, now: Date, seq: number): Promise<boolean> {
     try {
-      return (await this.active(userId).andWhere({ id }).update({ parent_id: parentId, ...this.changed(now, seq) })) > 0;
+      return (await this.active(userId).andWhere({ id }).update({ parent_id: parentId, ...changeColumns(this.db, now, seq) })) > 0;
     } catch (err) {
       translateResourceWriteError(err);
     }
   }
 
   async softDeleteFile(userId: string, id: string, now: Date, seq: number): Promise<boolean> {
-    const n = await this.active(userId).andWhere({ id, type: 'file' }).update({ deleted_at: now, ...this.changed(now, seq) });
+    const n = await this.active(userId).andWhere({ id, type: 'file' }).update({ deleted_at: now, ...changeColumns(this.db, now, seq) });
     return n > 0;
   }
 
@@ -274,7 +270,7 @@ export class ResourceRepository {
         content_sha256: content.contentSha256,
         mime_type: content.mimeType,
         extension: content.extension,
-        ...this.changed(now, seq),
+        ...changeColumns(this.db, now, seq),
       });
     return n > 0;
   }
@@ -296,7 +292,7 @@ export class ResourceRepository {
       level = next;
     }
     for (let i = 0; i < all.length; i += CHUNK) {
-      await this.active(userId).whereIn('id', all.slice(i, i + CHUNK)).update({ deleted_at: now, ...this.changed(now, seq) });
+      await this.active(userId).whereIn('id', all.slice(i, i + CHUNK)).update({ deleted_at: now, ...changeColumns(this.db, now, seq) });
     }
     return all;
   }

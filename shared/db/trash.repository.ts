@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { translateResourceWriteError } from './errors';
+import { changeColumns } from './owner.transaction';
 import { COLUMNS, toRecord, type PageResult, type ResourceRecord, type ResourceRow } from './resource.repository';
 
 /** Longest IN list sent in one statement. */
@@ -31,10 +32,6 @@ export class TrashRepository {
 
   private inTrash(userId: string) {
     return this.db('resources').where({ user_id: userId, restorable: 1 });
-  }
-
-  private changed(now: Date, seq: number) {
-    return { updated_at: now, change_seq: seq, rev: this.db.raw('rev + 1') };
   }
 
   /** The owner's trash, newest deletion first, ids picked on ix_resources_trash before rows are read. */
@@ -98,9 +95,9 @@ export class TrashRepository {
    */
   async restore(userId: string, rootId: string, parentId: string | null, others: string[], now: Date, seq: number): Promise<void> {
     try {
-      await this.inTrash(userId).andWhere({ id: rootId }).update({ deleted_at: null, parent_id: parentId, ...this.changed(now, seq) });
+      await this.inTrash(userId).andWhere({ id: rootId }).update({ deleted_at: null, parent_id: parentId, ...changeColumns(this.db, now, seq) });
       for (let i = 0; i < others.length; i += CHUNK) {
-        await this.inTrash(userId).whereIn('id', others.slice(i, i + CHUNK)).update({ deleted_at: null, ...this.changed(now, seq) });
+        await this.inTrash(userId).whereIn('id', others.slice(i, i + CHUNK)).update({ deleted_at: null, ...changeColumns(this.db, now, seq) });
       }
     } catch (err) {
       translateResourceWriteError(err);
@@ -130,7 +127,7 @@ export class TrashRepository {
           'id',
           rows.map((r) => r.id),
         )
-        .update({ purged_at: now, storage_key: null, ...this.changed(now, seq) });
+        .update({ purged_at: now, storage_key: null, ...changeColumns(this.db, now, seq) });
       for (const r of rows) purged.push({ id: r.id, storageKey: r.storage_key });
     }
     return purged;
