@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import mime from 'mime-types';
 import type { Db } from '../../shared/db/knex';
 import { ResourceRepository, type NewResource, type ResourceState } from '../../shared/db/resource.repository';
@@ -25,7 +26,7 @@ interface BatchContext {
 }
 
 /**
- * Applies one sync batch in one transaction: the owner's tree is locked, already processed opIds are
+ * Applies one sync batch in a transaction holding the owner's tree lock: already processed opIds are
  * read once, the resources the batch names are read once, then each op costs the one statement that
  * changes state, and runs of creates share one multi-row INSERT. Traces are written in the same
  * transaction, so an op's effect and its trace commit together or not at all. A stopping error ends
@@ -34,25 +35,33 @@ interface BatchContext {
 export class BatchApplier {
   constructor(private readonly db: Db) {}
 
+  /** Applies one batch in a transaction of its own (benchmarks, tools); the worker uses applyLocked. */
   async apply(input: BatchInput): Promise<SyncJobResult> {
+    return this.db.transaction(async (trx) => {
+      await new ResourceRepository(trx).lockOwnerTree(input.userId);
+      return this.applyLocked(trx, input);
+    });
+  }
+
+  /**
+   * Applies one batch inside `trx`, whose caller already holds the owner's tree lock: the ops' effects
+   * and traces are written, nothing is committed.
+   */
+  async applyLocked(trx: Knex.Transaction, input: BatchInput): Promise<SyncJobResult> {
     const rawOps = parseLossless(input.opsJson);
-    if (!Array.isArray(rawOps)) throw new Error('malformed job: opsJson is not an array');
+    if (!Array.isArray(rawOps)) throw new Error('malformed batch: ops is not an array');
     const parsed = rawOps.map(parseOp);
 
-    return this.db.transaction(async (trx) => {
-      const resources = new ResourceRepository(trx);
-      const traces = new TraceRepository(trx);
-      await resources.lockOwnerTree(input.userId);
-
-      const valid = parsed.flatMap((p) => (p.ok ? [p.op] : []));
-      const processed = await traces.processed(input.deviceId, valid.map((op) => op.opId));
-      const ctx: BatchContext = { userId: input.userId, resources, states: await resources.statesOf(namedIds(valid)) };
-      const run = new BatchRun(ctx, input, processed);
-      for (const result of parsed) if (!(await run.next(result))) break;
-      await run.flush();
-      await traces.insertMany(run.traces);
-      return { applied: run.applied, failed: run.failed };
-    });
+    const resources = new ResourceRepository(trx);
+    const traces = new TraceRepository(trx);
+    const valid = parsed.flatMap((p) => (p.ok ? [p.op] : []));
+    const processed = await traces.processed(input.deviceId, valid.map((op) => op.opId));
+    const ctx: BatchContext = { userId: input.userId, resources, states: await resources.statesOf(namedIds(valid)) };
+    const run = new BatchRun(ctx, input, processed);
+    for (const result of parsed) if (!(await run.next(result))) break;
+    await run.flush();
+    await traces.insertMany(run.traces);
+    return { applied: run.applied, failed: run.failed };
   }
 }
 

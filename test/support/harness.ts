@@ -40,7 +40,6 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     QUEUE_PREFIX: name,
     LOGIN_RATE_LIMIT: '0',
     LOG_LEVEL: 'silent',
-    SYNC_SHARDS: '4',
     SYNC_TIMEOUT_MS: '15000',
     ...overrides,
   };
@@ -88,7 +87,7 @@ export interface RunningGateway {
 export async function startGateway(env: TestEnv): Promise<RunningGateway> {
   const logger = createLogger('gateway', env.config.logLevel);
   const sync = new SyncClient(
-    { redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, shards: env.config.syncShards, timeoutMs: env.config.syncTimeoutMs },
+    { redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: env.config.syncTimeoutMs, db: env.db },
     logger,
   );
   const { app, hasher } = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, logger });

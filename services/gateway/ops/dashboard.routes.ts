@@ -8,9 +8,8 @@ import { labelRoute } from './gateway.metrics';
 export const DASHBOARD_PATH = '/admin/queues';
 
 /**
- * The BullMQ dashboard over every sync shard queue, behind the admin gate. Read-only: retrying or
- * promoting a sync batch by hand would apply it out of its device's order, and finished jobs are
- * trimmed by the queues themselves.
+ * The BullMQ dashboard over the sync queue (its jobs are rings of batches kept in MySQL), behind the
+ * admin gate. Read-only: rings are the workers' business, and finished jobs are trimmed by the queue.
  */
 export function dashboardRoutes(queues: Queue[], gate: RequestHandler): Router {
   const board = new ExpressAdapter();

@@ -4,6 +4,7 @@ import * as createDevices from './20261121000002_create_devices';
 import * as createResources from './20261121000003_create_resources';
 import * as createOperationTraces from './20261121000004_create_operation_traces';
 import * as coverSnapshotIndex from './20261121000005_cover_snapshot_index';
+import * as createSyncBatches from './20261122000006_create_sync_batches';
 
 interface Migration {
   name: string;
@@ -12,7 +13,7 @@ interface Migration {
 }
 
 /** Every migration, oldest first. Listed here so the same code runs from TypeScript and from dist/. */
-const MIGRATIONS: Migration[] = [createUsers, createDevices, createResources, createOperationTraces, coverSnapshotIndex];
+const MIGRATIONS: Migration[] = [createUsers, createDevices, createResources, createOperationTraces, coverSnapshotIndex, createSyncBatches];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {
   getMigrations: async () => MIGRATIONS,
