@@ -98,7 +98,7 @@ test('a browser with a non-admin user’s Basic credentials is refused with 403'
   }
 });
 
-test('an admin’s Bearer token opens the dashboard and its queue API lists every shard queue', async () => {
+test('an admin’s Bearer token opens the dashboard and its queue API lists the sync queue', async () => {
   const page = await admin.get('/admin/queues');
   expect(page.status).toBe(200);
   expect(page.headers.get('content-type')).toMatch(/^text\/html/);

@@ -141,7 +141,8 @@ test('with no worker running the batch gets 503 after the timeout, and a retry o
   // The expired batch was withdrawn (cancelled in MySQL), so nothing is applied behind the client's back.
   expect(await env.db('sync_batches').where({ device_id: deviceId }).pluck('status')).toEqual(['cancelled']);
   await start();
-  await new Promise((r) => setTimeout(r, 300));
+  // Longer than the sweeper's delay: a cancelled batch is never rung again, and its old ring finds nothing to do.
+  await new Promise((r) => setTimeout(r, 3000));
   expect(await env.db('resources').where({ id }).first()).toBeUndefined();
   const retried = await quick.submit(data);
   await quick.close();
