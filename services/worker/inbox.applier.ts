@@ -54,7 +54,10 @@ export class InboxApplier {
     let expired = false;
     let locked: InboxBatch[] = [];
     let current: string | undefined;
+    let settled = false;
     const deadline = setTimeout(() => {
+      // Once the transaction has ended its connection is back in the pool: never kill it then.
+      if (settled) return;
       expired = true;
       log.warn({ batchId: current ?? data.batchId, ms: Date.now() - started }, 'sync batch over its deadline: rolling it back');
       if (threadId !== undefined) {
@@ -66,6 +69,11 @@ export class InboxApplier {
       this.options.slowLogMs,
     );
     let done: { batch: InboxBatch; result: SyncJobResult; ms: number }[];
+    const endTimers = () => {
+      settled = true;
+      clearTimeout(deadline);
+      clearInterval(slow);
+    };
     try {
       done = await this.db.transaction(async (trx) => {
         threadId = ((await trx.client.acquireConnection()) as { threadId: number }).threadId;
@@ -85,13 +93,12 @@ export class InboxApplier {
         if (expired) throw new DeadlineExceeded();
         return applied;
       });
+      endTimers();
     } catch (err) {
+      endTimers();
       if (!expired && isConnectionError(err)) throw err;
       await this.fail(locked.length > 0 ? locked.map((b) => b.id) : [data.batchId], expired ? 'the batch ran past its deadline' : errorText(err), log);
       return { applied: [] };
-    } finally {
-      clearTimeout(deadline);
-      clearInterval(slow);
     }
     for (const { batch, result, ms } of done) {
       this.observe(result, ms);
