@@ -229,3 +229,24 @@ test('a worker frozen inside a transaction delays only its own user: others are 
   expect(await env.db('operation_traces').where({ device_id: deviceId }).count({ n: '*' }).then((r) => Number(r[0]!.n))).toBe(1);
   expect(await env.db('sync_batches').where({ device_id: deviceId }).pluck('status')).toEqual(['done']);
 });
+
+test('with Redis gone while a client waits, the batch is withdrawn in MySQL and answered 503 within seconds; it never applies later', async () => {
+  const { api, deviceId } = await admin.createUser('redis-gone-user');
+  const id = newId();
+  // No worker: the batch can only wait. The gateway's own timeout is 60 s.
+  const pending = api.post('/v1/sync/ops', { ops: [folderOp(1, id, 'withdrawn')] });
+  while ((await env.db('sync_batches').where({ device_id: deviceId }).count({ n: '*' }))[0]!.n == 0) await sleep(20);
+  await redis.kill();
+
+  const res = await pending;
+  const status = await env.db('sync_batches').where({ device_id: deviceId }).pluck('status');
+  await redis.restart(true);
+  await start();
+  await sleep(3000);
+
+  expect(res.status).toBe(503);
+  expect(res.body.error.code).toBe('SERVICE_UNAVAILABLE');
+  expect(status).toEqual(['cancelled']);
+  expect(await env.db('resources').where({ id }).first()).toBeUndefined();
+  expect(await env.db('sync_batches').where({ device_id: deviceId }).pluck('status')).toEqual(['cancelled']);
+});
