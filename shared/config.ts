@@ -21,8 +21,10 @@ export interface Config {
   readonly loginConcurrency: number;
   readonly loginQueueTimeoutMs: number;
   readonly syncTimeoutMs: number;
-  readonly syncShards: number;
+  readonly syncConcurrency: number;
   readonly syncLockMs: number;
+  readonly syncBatchDeadlineMs: number;
+  readonly syncLockWaitS: number;
   readonly queuePrefix: string;
   readonly logLevel: string;
   readonly shutdownTimeoutMs: number;
@@ -53,8 +55,10 @@ const schema = Joi.object({
   LOGIN_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
   LOGIN_QUEUE_TIMEOUT_MS: Joi.number().integer().min(0).default(10000),
   SYNC_TIMEOUT_MS: Joi.number().integer().min(1).default(30000),
-  SYNC_SHARDS: Joi.number().integer().min(1).max(1024).default(8),
-  SYNC_LOCK_MS: Joi.number().integer().min(1000).default(30000),
+  SYNC_CONCURRENCY: Joi.number().integer().min(1).max(256).default(8),
+  SYNC_LOCK_MS: Joi.number().integer().min(1000).default(5000),
+  SYNC_BATCH_DEADLINE_MS: Joi.number().integer().min(1000).default(10000),
+  SYNC_LOCK_WAIT_S: Joi.number().integer().min(1).max(3600).default(5),
   QUEUE_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).default('filesync'),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).default(30000),
@@ -130,8 +134,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     loginConcurrency: value.LOGIN_CONCURRENCY,
     loginQueueTimeoutMs: value.LOGIN_QUEUE_TIMEOUT_MS,
     syncTimeoutMs: value.SYNC_TIMEOUT_MS,
-    syncShards: value.SYNC_SHARDS,
+    syncConcurrency: value.SYNC_CONCURRENCY,
     syncLockMs: value.SYNC_LOCK_MS,
+    syncBatchDeadlineMs: value.SYNC_BATCH_DEADLINE_MS,
+    syncLockWaitS: value.SYNC_LOCK_WAIT_S,
     queuePrefix: value.QUEUE_PREFIX,
     logLevel: value.LOG_LEVEL,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,

@@ -14,7 +14,7 @@ export function createMetricsRegistry(service: 'gateway' | 'worker'): Registry {
 }
 
 /**
- * Seconds, from a fast cached read to a sync batch that waits behind others on its shard; the top
+ * Seconds, from a fast cached read to a sync batch that waits behind others of its user; the top
  * buckets cover the default 30 s sync timeout.
  */
 export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];

@@ -18,7 +18,7 @@ async function main(): Promise<void> {
   const db = createDb(config.databaseUrl, { max: 20 });
   const jwtSecret = await resolveJwtSecret(config);
   const sync = new SyncClient(
-    { redisUrl: config.redisUrl, prefix: config.queuePrefix, shards: config.syncShards, timeoutMs: config.syncTimeoutMs },
+    { redisUrl: config.redisUrl, prefix: config.queuePrefix, timeoutMs: config.syncTimeoutMs, db },
     logger,
   );
   const changes = new ChangeHub(

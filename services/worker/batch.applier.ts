@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import mime from 'mime-types';
 import type { ChangeClock, OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ResourceRepository, type NewResource, type ResourceState } from '../../shared/db/resource.repository';
@@ -27,7 +28,7 @@ interface BatchContext {
 }
 
 /**
- * Applies one sync batch in one transaction: the owner's tree is locked, already processed opIds are
+ * Applies one sync batch in a transaction holding the owner's tree lock: already processed opIds are
  * read once, the resources the batch names are read once, then each op costs the one statement that
  * changes state, and runs of creates share one multi-row INSERT. Traces are written in the same
  * transaction, so an op's effect and its trace commit together or not at all. A stopping error ends
@@ -36,24 +37,31 @@ interface BatchContext {
 export class BatchApplier {
   constructor(private readonly owners: OwnerTransactions) {}
 
+  /** Applies one batch in a transaction of its own (benchmarks, tools); the worker uses applyLocked. */
   async apply(input: BatchInput): Promise<SyncJobResult> {
+    return this.owners.run(input.userId, (trx, clock) => this.applyLocked(trx, clock, input));
+  }
+
+  /**
+   * Applies one batch inside `trx`, an owner transaction (OwnerTransactions.run) that holds the owner's
+   * lock and gives each op that changes state its feed position from `clock`: the ops' effects and
+   * traces are written, nothing is committed.
+   */
+  async applyLocked(trx: Knex.Transaction, clock: ChangeClock, input: BatchInput): Promise<SyncJobResult> {
     const rawOps = parseLossless(input.opsJson);
-    if (!Array.isArray(rawOps)) throw new Error('malformed job: opsJson is not an array');
+    if (!Array.isArray(rawOps)) throw new Error('malformed batch: ops is not an array');
     const parsed = rawOps.map(parseOp);
 
-    return this.owners.run(input.userId, async (trx, clock) => {
-      const resources = new ResourceRepository(trx);
-      const traces = new TraceRepository(trx);
-
-      const valid = parsed.flatMap((p) => (p.ok ? [p.op] : []));
-      const processed = await traces.processed(input.deviceId, valid.map((op) => op.opId));
-      const ctx: BatchContext = { userId: input.userId, resources, clock, states: await resources.statesOf(namedIds(valid)) };
-      const run = new BatchRun(ctx, input, processed);
-      for (const result of parsed) if (!(await run.next(result))) break;
-      await run.flush();
-      await traces.insertMany(run.traces);
-      return { applied: run.applied, failed: run.failed };
-    });
+    const resources = new ResourceRepository(trx);
+    const traces = new TraceRepository(trx);
+    const valid = parsed.flatMap((p) => (p.ok ? [p.op] : []));
+    const processed = await traces.processed(input.deviceId, valid.map((op) => op.opId));
+    const ctx: BatchContext = { userId: input.userId, resources, clock, states: await resources.statesOf(namedIds(valid)) };
+    const run = new BatchRun(ctx, input, processed);
+    for (const result of parsed) if (!(await run.next(result))) break;
+    await run.flush();
+    await traces.insertMany(run.traces);
+    return { applied: run.applied, failed: run.failed };
   }
 }
 

@@ -6,27 +6,39 @@ import { startMaintenance } from './maintenance.workers';
 import { startOpsServer } from './ops.server';
 import { startSyncWorkers } from './sync.workers';
 import { WorkerMetrics } from './worker.metrics';
+import { workerSession } from './worker.session';
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('worker', config.logLevel);
   await migrateToLatest(config.databaseUrl);
-  const db = createDb(config.databaseUrl, { max: Math.min(config.syncShards, 20) });
-  const sync = await startSyncWorkers(config, db, logger);
-  const maintenance = await startMaintenance(config, db, logger);
+  // One connection per ring in progress, one for the sweeper, one for failing a batch, one for maintenance.
+  const db = createDb(config.databaseUrl, {
+    max: config.syncConcurrency + 3,
+    session: workerSession({ lockWaitS: config.syncLockWaitS, deadlineMs: config.syncBatchDeadlineMs }),
+  });
   const metrics = new WorkerMetrics();
+  const sync = await startSyncWorkers(config, db, logger, metrics.recordApplied);
+  const maintenance = await startMaintenance(config, db, logger);
   metrics.observe(sync.workers);
   const ops = await startOpsServer(config.workerPort, db, sync.workers, logger, metrics.registry);
-  logger.info({ shards: config.syncShards, prefix: config.queuePrefix }, 'worker ready');
+  logger.info({ concurrency: config.syncConcurrency, prefix: config.queuePrefix }, 'worker ready');
 
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'worker stopping: finishing the batch in progress');
-    // close() waits for the active job, so a batch in progress completes and reports its result.
-    await Promise.all([sync.close(), maintenance.close()]);
-    await Promise.allSettled([db.destroy(), ops?.close()]);
+    logger.info({ signal }, 'worker stopping: finishing the batches in progress');
+    // Rings in progress may finish within SHUTDOWN_TIMEOUT_MS (less a margin to exit). Past it the
+    // process exits anyway: MySQL rolls back what did not commit and the batches stay pending for
+    // another worker, whose sweeper rings them again.
+    const deadline = Math.max(0, config.shutdownTimeoutMs - 500);
+    const [finished] = await Promise.all([
+      sync.close(deadline),
+      Promise.race([maintenance.close(), new Promise((r) => setTimeout(r, deadline))]),
+    ]);
+    if (!finished) logger.warn('batches were still running at the shutdown deadline; they roll back and stay pending');
+    else await Promise.race([Promise.allSettled([db.destroy(), ops?.close()]), new Promise((r) => setTimeout(r, 300))]);
     logger.info('worker stopped');
     process.exit(0);
   };

@@ -1,60 +1,86 @@
+import IORedis from 'ioredis';
 import { Queue, Worker } from 'bullmq';
 import type { Config } from '../../shared/config';
 import type { Db } from '../../shared/db/knex';
 import type { Logger } from '../../shared/logger';
-import { redisOptions, syncQueueNames, type SyncJobData, type SyncJobResult } from '../../shared/queue/sync.contract';
+import { redisOptions, SYNC_QUEUE_NAME, type SyncJobData, type SyncRingResult } from '../../shared/queue/sync.contract';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { RedisChangeNotifier } from '../../shared/queue/change.channel';
-import { BatchApplier } from './batch.applier';
+import { InboxApplier, type BatchObserver } from './inbox.applier';
+import { InboxSweeper } from './inbox.sweeper';
 
 export interface SyncWorkers {
-  workers: Worker<SyncJobData, SyncJobResult>[];
-  /** Waits for the batch in progress on each shard, then stops taking new ones. */
-  close(): Promise<void>;
+  workers: Worker<SyncJobData, SyncRingResult>[];
+  sweeper: InboxSweeper;
+  /**
+   * Stops taking rings and waits for the ones in progress, at most `timeoutMs`; returns whether they
+   * all finished. Whatever has not committed by then rolls back when the process exits, and its
+   * batches stay pending for another worker.
+   */
+  close(timeoutMs?: number): Promise<boolean>;
 }
 
-/** One BullMQ worker per shard queue; each queue allows one active batch across every process. */
-export async function startSyncWorkers(config: Config, db: Db, logger: Logger): Promise<SyncWorkers> {
+/** How often pending batches are looked for, and how old a pending batch is before it is rung again. */
+export const SWEEP_INTERVAL_MS = 1000;
+export const SWEEP_STALE_MS = 2000;
+const RETENTION_MS = 24 * 3600 * 1000;
+
+/**
+ * The sync worker: one BullMQ queue, `SYNC_CONCURRENCY` rings at a time in this process, any number
+ * of processes. Order comes from MySQL (see InboxApplier), so no global concurrency is needed.
+ */
+export async function startSyncWorkers(config: Config, db: Db, logger: Logger, observe?: BatchObserver): Promise<SyncWorkers> {
+  const publisher = new IORedis(redisOptions(config.redisUrl, 'producer'));
+  publisher.on('error', (err) => logger.debug({ err: err.message }, 'redis publisher connection error'));
   const notifier = new RedisChangeNotifier(config.redisUrl, config.queuePrefix, logger);
-  const applier = new BatchApplier(new OwnerTransactions(db, notifier));
+  const applier = new InboxApplier(
+    db,
+    new OwnerTransactions(db, notifier),
+    publisher,
+    { databaseUrl: config.databaseUrl, queuePrefix: config.queuePrefix, deadlineMs: config.syncBatchDeadlineMs, slowLogMs: 3000 },
+    logger,
+    observe,
+  );
   const connection = redisOptions(config.redisUrl, 'blocking');
-  const workers: Worker<SyncJobData, SyncJobResult>[] = [];
-  for (const name of syncQueueNames(config.syncShards)) {
-    // One active batch per shard across every worker process: this is what orders a device's batches.
-    const queue = new Queue(name, { connection, prefix: config.queuePrefix });
-    await queue.setGlobalConcurrency(1);
-    await queue.close();
-    const worker = new Worker<SyncJobData, SyncJobResult>(
-      name,
-      async (job) => {
-        const log = logger.child({ requestId: job.data.requestId, jobId: job.id, queue: name, deviceId: job.data.deviceId });
-        const started = Date.now();
-        const result = await applier.apply(job.data);
-        log.info(
-          { applied: result.applied.length, failed: result.failed?.error.code ?? null, ms: Date.now() - started },
-          'sync batch applied',
-        );
-        return result;
-      },
-      {
-        connection,
-        prefix: config.queuePrefix,
-        concurrency: 1,
-        lockDuration: config.syncLockMs,
-        stalledInterval: config.syncLockMs,
-        maxStalledCount: 1,
-      },
-    );
-    worker.on('failed', (job, err) => logger.error({ jobId: job?.id, requestId: job?.data.requestId, err: err.message }, 'sync batch failed'));
-    worker.on('error', (err) => logger.warn({ err: err.message }, 'worker connection error'));
-    workers.push(worker);
-  }
-  await Promise.all(workers.map((w) => w.waitUntilReady()));
+  const worker = new Worker<SyncJobData, SyncRingResult>(
+    SYNC_QUEUE_NAME,
+    (job) => applier.ring(job.data, logger.child({ requestId: job.data.requestId, jobId: job.id, deviceId: job.data.deviceId })),
+    {
+      connection,
+      prefix: config.queuePrefix,
+      concurrency: config.syncConcurrency,
+      // A dead or frozen worker's rings are taken over after about this long.
+      lockDuration: config.syncLockMs,
+      stalledInterval: config.syncLockMs,
+      maxStalledCount: 2,
+      // Idle workers look for rings every second even when a wake-up went to a frozen worker.
+      drainDelay: 1,
+    },
+  );
+  worker.on('failed', (job, err) => logger.warn({ jobId: job?.id, requestId: job?.data.requestId, err: err.message }, 'sync ring failed; its batches stay pending'));
+  worker.on('error', (err) => logger.warn({ err: err.message }, 'worker connection error'));
+  const queue = new Queue<SyncJobData, SyncRingResult>(SYNC_QUEUE_NAME, { connection: publisher, prefix: config.queuePrefix });
+  queue.on('error', (err) => logger.debug({ err: err.message }, 'sweeper queue error'));
+  const sweeper = new InboxSweeper(db, queue, { intervalMs: SWEEP_INTERVAL_MS, staleMs: SWEEP_STALE_MS, retentionMs: RETENTION_MS }, logger);
+  await worker.waitUntilReady();
+  sweeper.start();
   return {
-    workers,
-    async close() {
-      await Promise.allSettled(workers.map((w) => w.close()));
-      notifier.close();
+    workers: [worker],
+    sweeper,
+    async close(timeoutMs = Number.POSITIVE_INFINITY) {
+      sweeper.stop();
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<false>((resolve) => {
+        if (Number.isFinite(timeoutMs)) timer = setTimeout(() => resolve(false), timeoutMs);
+      });
+      const finished = await Promise.race([worker.close().then(() => true), timedOut]);
+      clearTimeout(timer);
+      if (finished) {
+        await queue.close().catch(() => undefined);
+        publisher.disconnect();
+        notifier.close();
+      }
+      return finished;
     },
   };
 }

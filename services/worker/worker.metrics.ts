@@ -1,7 +1,7 @@
 import type { Worker } from 'bullmq';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { batchOutcomeOf, createMetricsRegistry, DURATION_BUCKETS, type BatchOutcome } from '../../shared/metrics';
-import type { SyncJobData, SyncJobResult } from '../../shared/queue/sync.contract';
+import { SYNC_QUEUE_NAME, type SyncJobData, type SyncJobResult, type SyncRingResult } from '../../shared/queue/sync.contract';
 
 const OP_TYPES = new Set(['create', 'update', 'move', 'delete', 'share', 'share_link']);
 
@@ -9,9 +9,8 @@ const OP_TYPES = new Set(['create', 'update', 'move', 'delete', 'share', 'share_
 const typeLabel = (type: string | null) => (type !== null && OP_TYPES.has(type) ? type : 'invalid');
 
 /**
- * The worker's metrics, read from the BullMQ workers' own events so the processor stays about
- * applying batches. The apply time is the job's time in the active state: from the moment this
- * worker took it (`processedOn`) to its result being stored (`finishedOn`).
+ * The worker's metrics. Batches are recorded by the inbox applier as they commit (one ring may apply
+ * several batches of a device); the apply time is the batch's own time inside the transaction.
  */
 export class WorkerMetrics {
   readonly registry: Registry;
@@ -23,7 +22,7 @@ export class WorkerMetrics {
     this.registry = registry;
     this.batchDuration = new Histogram({
       name: 'filesync_sync_batch_duration_seconds',
-      help: 'Sync batches applied by this worker, by shard queue and outcome (ok, op_failed, error)',
+      help: 'Sync batches applied by this worker, by queue and outcome (ok, op_failed; error counts failed rings)',
       labelNames: ['queue', 'outcome'],
       buckets: DURATION_BUCKETS,
       registers: [registry],
@@ -42,20 +41,23 @@ export class WorkerMetrics {
     });
   }
 
-  /** Starts observing the given workers' completed and failed jobs. */
-  observe(workers: Worker<SyncJobData, SyncJobResult>[]): void {
+  /** The observer the inbox applier calls for every batch it commits. */
+  readonly recordApplied = (result: SyncJobResult, ms: number): void => {
+    this.recordBatch(batchOutcomeOf(result), ms);
+    for (const op of result.applied) this.opsApplied.inc({ type: typeLabel(op.type), outcome: op.outcome });
+    if (result.failed) this.opsFailed.inc({ type: typeLabel(result.failed.type), code: result.failed.error.code });
+  };
+
+  /** Counts rings that failed (their batches stay pending or were failed), from the workers' events. */
+  observe(workers: Worker<SyncJobData, SyncRingResult>[]): void {
     for (const worker of workers) {
-      worker.on('completed', (job, result) => {
-        this.recordBatch(worker.name, batchOutcomeOf(result), job.processedOn, job.finishedOn);
-        for (const op of result.applied) this.opsApplied.inc({ type: typeLabel(op.type), outcome: op.outcome });
-        if (result.failed) this.opsFailed.inc({ type: typeLabel(result.failed.type), code: result.failed.error.code });
+      worker.on('failed', (job) => {
+        if (job?.processedOn) this.recordBatch('error', Math.max(0, (job.finishedOn ?? Date.now()) - job.processedOn));
       });
-      worker.on('failed', (job) => this.recordBatch(worker.name, 'error', job?.processedOn, job?.finishedOn));
     }
   }
 
-  private recordBatch(queue: string, outcome: BatchOutcome, processedOn: number | undefined, finishedOn: number | undefined): void {
-    if (!processedOn) return;
-    this.batchDuration.observe({ queue, outcome }, Math.max(0, (finishedOn ?? Date.now()) - processedOn) / 1000);
+  private recordBatch(outcome: BatchOutcome, ms: number): void {
+    this.batchDuration.observe({ queue: SYNC_QUEUE_NAME, outcome }, ms / 1000);
   }
 }

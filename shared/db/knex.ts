@@ -37,7 +37,23 @@ export async function ensureDatabase(url: string): Promise<void> {
   }
 }
 
-export function createDb(url: string, pool: { min?: number; max?: number } = {}): Db {
+export interface PoolOptions {
+  min?: number;
+  max?: number;
+  /** Extra SET statements for every new connection, chosen from the server's VERSION() string. */
+  session?: (serverVersion: string) => string[];
+}
+
+type RawConnection = { query: (sql: string, cb: (err: Error | null, rows?: unknown) => void) => void };
+
+/** Runs the statements one after the other on a connection being set up. */
+function runAll(conn: RawConnection, statements: string[], done: (err: Error | null) => void): void {
+  const [first, ...rest] = statements;
+  if (first === undefined) return done(null);
+  conn.query(first, (err) => (err ? done(err) : runAll(conn, rest, done)));
+}
+
+export function createDb(url: string, pool: PoolOptions = {}): Db {
   const target = parseDatabaseUrl(url);
   return knexFactory({
     client: 'mysql2',
@@ -54,16 +70,22 @@ export function createDb(url: string, pool: { min?: number; max?: number } = {})
     pool: {
       min: pool.min ?? 0,
       max: pool.max ?? 10,
-      afterCreate(conn: { query: (sql: string, cb: (err: Error | null) => void) => void }, done: (err: Error | null, c: unknown) => void) {
-        conn.query(
+      afterCreate(conn: RawConnection, done: (err: Error | null, c: unknown) => void) {
+        const base = [
           "SET time_zone = '+00:00', sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'",
-          (err) => {
-            if (err) return done(err, conn);
-            // Writers lock the owner's row first and then must see what the previous holder
-            // committed; set once per connection rather than once per transaction.
-            conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', (e) => done(e, conn));
-          },
-        );
+          // Writers lock the owner's row first and then must see what the previous holder
+          // committed; set once per connection rather than once per transaction.
+          'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED',
+        ];
+        runAll(conn, base, (err) => {
+          if (err || !pool.session) return done(err, conn);
+          const session = pool.session;
+          conn.query('SELECT VERSION() AS v', (e, rows) => {
+            if (e) return done(e, conn);
+            const version = String((rows as { v: string }[])[0]?.v ?? '');
+            runAll(conn, session(version), (e2) => done(e2, conn));
+          });
+        });
       },
     },
     acquireConnectionTimeout: 10000,

@@ -57,9 +57,18 @@ export class OwnerTransactions {
     private readonly notifier: ChangeNotifier = silentNotifier,
   ) {}
 
-  async run<T>(userId: string, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>): Promise<T> {
+  /**
+   * `begun` runs first in the new transaction, before the owner's lock is waited for (the sync worker
+   * learns its connection there, so a deadline can end even a lock wait).
+   */
+  async run<T>(
+    userId: string,
+    work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>,
+    begun?: (trx: Knex.Transaction) => Promise<void>,
+  ): Promise<T> {
     let clock: ChangeClock | undefined;
     const result = await this.db.transaction(async (trx) => {
+      if (begun) await begun(trx);
       const owner = await trx('users').where({ id: userId }).forUpdate().first<{ change_seq: string | number } | undefined>('change_seq');
       clock = new ChangeClock(userId, Number(owner?.change_seq ?? 0));
       const value = await work(trx, clock);

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { translateResourceWriteError } from './errors';
 import { changeColumns } from './owner.transaction';
+import { TreeRepository } from './tree.repository';
 
 export type ResourceType = 'file' | 'folder';
 
@@ -277,20 +278,10 @@ export class ResourceRepository {
 
   /**
    * Soft-deletes a resource and, for a folder, every active descendant, all with the same timestamp.
-   * Walks the tree one level per query; returns the ids it deleted.
+   * The walk has no depth limit (see TreeRepository); returns the ids it deleted.
    */
   async softDeleteTree(userId: string, rootId: string, now: Date, seq: number): Promise<string[]> {
-    const all: string[] = [rootId];
-    let level = [rootId];
-    while (level.length > 0) {
-      const next: string[] = [];
-      for (let i = 0; i < level.length; i += CHUNK) {
-        const rows = await this.active(userId).whereIn('parent_id', level.slice(i, i + CHUNK)).select<{ id: string }[]>('id');
-        for (const row of rows) next.push(row.id);
-      }
-      all.push(...next);
-      level = next;
-    }
+    const all = await new TreeRepository(this.db).activeSubtree(userId, rootId);
     for (let i = 0; i < all.length; i += CHUNK) {
       await this.active(userId).whereIn('id', all.slice(i, i + CHUNK)).update({ deleted_at: now, ...changeColumns(this.db, now, seq) });
     }
@@ -298,18 +289,8 @@ export class ResourceRepository {
   }
 
   /** True when `candidateId` is `folderId` itself or one of its ancestors, i.e. moving it there would make a cycle. */
-  async isSelfOrAncestor(userId: string, folderId: string, candidateId: string): Promise<boolean> {
-    const result = await this.db.raw(
-      `WITH RECURSIVE chain (id, parent_id, depth) AS (
-         SELECT id, parent_id, 0 FROM resources WHERE id = ? AND user_id = ?
-         UNION ALL
-         SELECT r.id, r.parent_id, c.depth + 1 FROM resources r JOIN chain c ON r.id = c.parent_id
-         WHERE r.user_id = ? AND c.depth < 100000
-       )
-       SELECT 1 AS hit FROM chain WHERE id = ? LIMIT 1`,
-      [folderId, userId, userId, candidateId],
-    );
-    return (result[0] as unknown[]).length > 0;
+  isSelfOrAncestor(userId: string, folderId: string, candidateId: string): Promise<boolean> {
+    return new TreeRepository(this.db).isSelfOrAncestor(userId, folderId, candidateId);
   }
 
   /** The state of every named resource, any owner, active or deleted, in one query. */

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { RedisOptions } from 'ioredis';
 import type { JobsOptions } from 'bullmq';
 import type { ErrorBody } from '../errors';
@@ -8,35 +7,46 @@ import type { OpEcho } from '../sync/ops';
 /**
  * The contract between the gateway (producer) and the worker (consumer) of sync batches.
  *
- * Batches are spread over `shards` queues by a stable hash of the device id. Each queue has a global
- * concurrency of 1, so at most one batch per shard is active across all workers: batches of one device
- * run one at a time, in the order they were accepted.
+ * A batch itself lives in MySQL (table sync_batches, the durable inbox): the gateway records it there
+ * and then rings a worker through one BullMQ queue with a job that carries only ids. Whichever worker
+ * takes a ring applies every pending batch of that device up to the rung one, in id order, under the
+ * owner's and the batches' row locks, so order never depends on what Redis keeps.
  */
-export const SYNC_QUEUE_PREFIX = 'sync';
-
-export function syncQueueName(shard: number): string {
-  return `${SYNC_QUEUE_PREFIX}-${shard}`;
-}
-
-export function syncQueueNames(shards: number): string[] {
-  return Array.from({ length: shards }, (_, i) => syncQueueName(i));
-}
-
-/** The shard of a device. Changing the number of shards moves devices; drain the queues first. */
-export function shardOf(deviceId: string, shards: number): number {
-  return createHash('sha256').update(deviceId).digest().readUInt32BE(0) % shards;
-}
+export const SYNC_QUEUE_NAME = 'sync';
 
 export const SYNC_JOB_NAME = 'apply-batch';
 
-/** What a job carries. No token, no password: only ids and the ops themselves. */
+/** What a ring carries. No token, no password, no ops: only ids. */
 export interface SyncJobData {
-  requestId: string;
-  userId: string;
+  /** The sync_batches id, a decimal string. */
+  batchId: string;
   deviceId: string;
-  /** The `ops` array as JSON text, numbers exactly as the client wrote them. */
-  opsJson: string;
-  acceptedAt: number;
+  userId: string;
+  requestId: string;
+}
+
+/** What a ring's job returns: the batches it applied (ids), possibly none when another ring did. */
+export interface SyncRingResult {
+  applied: string[];
+}
+
+/** One job id per batch: a second ring of a batch whose job is still queued or running is dropped. */
+export function syncJobId(batchId: string): string {
+  return `batch-${batchId}`;
+}
+
+/** The Redis channel on which workers announce finished batches to the waiting gateways. */
+export function syncDoneChannel(prefix: string): string {
+  return `${prefix}:sync:done`;
+}
+
+/**
+ * A "batch finished" message. `result` is the JSON text of a done batch's result; without it the
+ * gateway reads the batch's row (failed batches, or whenever in doubt).
+ */
+export interface SyncDoneMessage {
+  id: string;
+  result?: string;
 }
 
 export type OpOutcome = 'applied' | 'noop' | 'duplicate';
@@ -54,11 +64,15 @@ export interface SyncJobResult {
   failed: FailedOp | null;
 }
 
-/** One attempt: a retried job would go to the back of its queue and overtake later batches. */
+/**
+ * One attempt: a ring that fails leaves its batch pending (or failed, see the worker), and the
+ * workers' sweeper rings pending batches again. A failed job is removed at once so that such a
+ * re-ring, which reuses the job id, is not taken for a duplicate.
+ */
 export const SYNC_JOB_OPTIONS: JobsOptions = {
   attempts: 1,
   removeOnComplete: { age: 3600, count: 1000 },
-  removeOnFail: { age: 24 * 3600, count: 1000 },
+  removeOnFail: true,
 };
 
 export function redisOptions(url: string, role: 'producer' | 'blocking'): RedisOptions {

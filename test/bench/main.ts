@@ -17,7 +17,7 @@ import { runLogin } from './login.bench';
 import { summarizeProfiles } from './profile.summary';
 import { runReads } from './reads.bench';
 import { runSnapshot } from './snapshot.bench';
-import { ADMIN, BenchStack, LOGIN_CONCURRENCY, REDIS_URL, SYNC_SHARDS, SYNC_TIMEOUT_MS } from './stack';
+import { ADMIN, BenchStack, LOGIN_CONCURRENCY, REDIS_URL, SYNC_CONCURRENCY, SYNC_TIMEOUT_MS } from './stack';
 import { renderReport, type ScenarioReport } from './stats';
 import { runSync } from './sync.bench';
 import { runTransfer } from './transfer.bench';
@@ -82,7 +82,7 @@ async function machine(stack: BenchStack): Promise<Record<string, unknown>> {
     redis: /redis_version:(\S+)/.exec(info)?.[1],
     disk,
     loadAverageAtStart: os.loadavg().map((l) => Math.round(l * 100) / 100),
-    serviceSettings: { SYNC_SHARDS, LOGIN_CONCURRENCY, SYNC_TIMEOUT_MS, LOG_LEVEL: 'warn', LOGIN_RATE_LIMIT: 0, LOGIN_ADDRESS_RATE_LIMIT: 0, REGISTER_RATE_LIMIT: 0 },
+    serviceSettings: { SYNC_CONCURRENCY, LOGIN_CONCURRENCY, SYNC_TIMEOUT_MS, LOG_LEVEL: 'warn', LOGIN_RATE_LIMIT: 0, LOGIN_ADDRESS_RATE_LIMIT: 0, REGISTER_RATE_LIMIT: 0 },
   };
 }
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import { createDb, type Db } from '../../shared/db/knex';
-import { syncQueueNames } from '../../shared/queue/sync.contract';
+import { SYNC_QUEUE_NAME } from '../../shared/queue/sync.contract';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
 const GATEWAY_MAIN = path.join(ROOT, 'dist', 'services', 'gateway', 'main.js');
@@ -16,11 +16,11 @@ const WORKER_MAIN = path.join(ROOT, 'dist', 'services', 'worker', 'main.js');
 export const REDIS_URL = 'redis://127.0.0.1:6379';
 export const ADMIN = { username: 'bench-admin', password: 'bench-admin-password-1' };
 /** Settings the bench gives the service; everything else keeps its production default. */
-export const SYNC_SHARDS = 8;
+export const SYNC_CONCURRENCY = 8;
 export const LOGIN_CONCURRENCY = 2;
 /**
- * Raised from the 30 s default: with 64 devices each sending 1000 ops at once, the last batch of a
- * shard waits behind the others; the bench measures that wait instead of turning it into 503s.
+ * Raised from the 30 s default: with 64 devices each sending 1000 ops at once, the last batches wait
+ * behind the others for a worker slot; the bench measures that wait instead of turning it into 503s.
  */
 export const SYNC_TIMEOUT_MS = 120_000;
 export const DEFAULT_SYNC_TIMEOUT_MS = 30_000;
@@ -101,7 +101,7 @@ export class BenchStack {
       LOGIN_RATE_LIMIT: '0',
       LOGIN_ADDRESS_RATE_LIMIT: '0',
       REGISTER_RATE_LIMIT: '0',
-      SYNC_SHARDS: String(SYNC_SHARDS),
+      SYNC_CONCURRENCY: String(SYNC_CONCURRENCY),
       LOGIN_CONCURRENCY: String(LOGIN_CONCURRENCY),
       SYNC_TIMEOUT_MS: String(SYNC_TIMEOUT_MS),
       // The long-poll bench holds hundreds of requests of one user.
@@ -128,7 +128,7 @@ export class BenchStack {
     });
     this.worker = this.spawn('worker', WORKER_MAIN);
     await this.waitFor('worker', () => this.workersReady());
-    this.db = createDb(this.databaseUrl, { max: SYNC_SHARDS });
+    this.db = createDb(this.databaseUrl, { max: SYNC_CONCURRENCY });
   }
 
   private spawn(name: string, main: string): Child {
@@ -157,11 +157,11 @@ export class BenchStack {
     throw new Error(`the ${name} was not ready within ${timeoutMs} ms:\n${child.output()}`);
   }
 
-  /** The worker logs at warn, so readiness is read from Redis: a worker registered on every shard queue. */
+  /** The worker logs at warn, so readiness is read from Redis: a worker registered on the sync queue. */
   private async workersReady(): Promise<boolean> {
     const connection = new IORedis(REDIS_URL, { maxRetriesPerRequest: 1 });
     try {
-      for (const name of syncQueueNames(SYNC_SHARDS)) {
+      for (const name of [SYNC_QUEUE_NAME]) {
         const queue = new Queue(name, { connection, prefix: this.queuePrefix });
         const count = await queue.getWorkersCount();
         await queue.close();

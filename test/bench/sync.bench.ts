@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { BatchApplier } from '../../services/worker/batch.applier';
-import { shardOf } from '../../shared/queue/sync.contract';
 import type { BenchContext } from './context';
 import { provisionUsers } from './http.client';
 import { OpsGenerator } from './ops.generator';
-import { DEFAULT_SYNC_TIMEOUT_MS, SYNC_SHARDS, SYNC_TIMEOUT_MS } from './stack';
+import { DEFAULT_SYNC_TIMEOUT_MS, SYNC_TIMEOUT_MS } from './stack';
 import { figure, fmt, fmtRatio, msSince, now, summarize, type Figure, type ScenarioReport } from './stats';
-import { BareQueue, closedLoops, jobBreakdown, queryCounter, ShardGate, type RunResult, type Timeline } from './sync.paths';
+import { BareQueue, closedLoops, jobBreakdown, queryCounter, type RunResult, type Timeline } from './sync.paths';
 
 export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
   const { stack, client, profile, log } = ctx;
@@ -44,12 +43,9 @@ export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
     nonApplied += result.applied.filter((a) => a.outcome !== 'applied').length;
     return result.failed === null && result.applied.length === size;
   };
-  const gate = new ShardGate();
   const direct = async (device: number, size: number): Promise<boolean> => {
     const opsJson = viaApplier[device]!.batch(size);
-    const result = await gate.run(shardOf(users[device]!.deviceId, SYNC_SHARDS), () =>
-      applier.apply({ userId: users[device]!.userId, deviceId: directDevices[device]!, opsJson }),
-    );
+    const result = await applier.apply({ userId: users[device]!.userId, deviceId: directDevices[device]!, opsJson });
     nonApplied += result.applied.filter((a) => a.outcome !== 'applied').length;
     return result.failed === null;
   };
@@ -81,7 +77,7 @@ export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
         const queries = counter.snapshot();
         timelines.clear();
         const s = await closedLoops(devices, size, duration, (d) => service(d, size));
-        const breakdown = await jobBreakdown(stack.queuePrefix, timelines);
+        const breakdown = await jobBreakdown(stack.queuePrefix, stack.db, timelines);
         log(`sync: ${kase}: service ${fmt(s.opsPerSec)} ops/s, BullMQ no-op ${fmt(q.opsPerSec)}, direct ${fmt(a.opsPerSec)}`);
 
         const ceilings = (pick: (r: RunResult) => number) => [
@@ -111,7 +107,7 @@ export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
             String(devices),
             String(size),
             fmt(breakdown.httpIn!),
-            fmt(breakdown.enqueue!),
+            fmt(breakdown.ring!),
             fmt(breakdown.queueWait!),
             fmt(breakdown.apply!),
             fmt(breakdown.resultOut!),
@@ -168,8 +164,8 @@ export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
     headers: ['devices', 'ops/batch', 'service ops/s', 'service p50 / p99', 'BullMQ no-op ops/s', 'BullMQ p50 / p99', 'of BullMQ', 'direct ops/s', 'direct p50 / p99', 'of direct'],
     rows,
     notes: [
-      'BullMQ no-op: the gateway\'s SyncClient enqueues the same batch on the same 8 shard queues and awaits the result via QueueEvents; workers configured as the service\'s return a ready result of the real size.',
-      'direct: BatchApplier.apply (the worker\'s code) on the same ops mix in the bench process, pool of 8 like the worker, one batch at a time per shard with devices on the same shards as in the service (what the queues allow), no HTTP and no queue.',
+      'BullMQ no-op: a queue of its own carries the same batch to a worker of the service\'s concurrency (8) and awaits the result via QueueEvents; the processor returns a ready result of the real size. No MySQL.',
+      'direct: BatchApplier.apply (the worker\'s code) on the same ops mix in the bench process, pool of 8 like the worker, each device one batch at a time (what the inbox allows), no HTTP, no inbox and no queue.',
       `SYNC_TIMEOUT_MS is ${SYNC_TIMEOUT_MS / 1000} s for the bench (default ${DEFAULT_SYNC_TIMEOUT_MS / 1000} s). Cells where some batch took longer than the default, and would have been answered 503 in production: ${overDefaultTimeout.length > 0 ? overDefaultTimeout.join('; ') : 'none'}.`,
       `One statement's floor: SELECT 1 through knex from the bench process, p50 ${fmt(ping.p50, 2)} ms. The worker's own statements, one device (direct p50 / statements per batch): ${perStatement.join(', ')}.`,
       `Ops mix sent through the service: ${mix.create} creates, ${mix.update} renames, ${mix.move} moves, ${mix.delete} deletes; outcomes other than "applied" (all paths): ${nonApplied}; failed batches or errors: service ${errors.service}, BullMQ ${errors.queue}, direct ${errors.direct}.`,
@@ -177,8 +173,8 @@ export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
     figures,
     extraTables: [
       {
-        title: 'Where a service batch spends its time (mean ms per batch, client clock joined with the job\'s timestamps on X-Request-Id; SQL statements counted on the direct run)',
-        headers: ['devices', 'ops/batch', 'HTTP in+auth+parse', 'enqueue', 'queue wait', 'apply (worker)', 'result to client', 'total', 'SQL statements/batch'],
+        title: 'Where a service batch spends its time (mean ms per batch, client clock joined with the batch row and its ring\'s job on X-Request-Id; SQL statements counted on the direct run)',
+        headers: ['devices', 'ops/batch', 'HTTP in+auth+parse+record', 'ring', 'queue wait', 'apply (worker)', 'result to client', 'total', 'SQL statements/batch'],
         rows: breakdownRows,
       },
     ],

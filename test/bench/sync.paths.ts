@@ -1,12 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { Queue, Worker, type Job } from 'bullmq';
+import { Queue, QueueEvents, Worker, type Job } from 'bullmq';
 import IORedis from 'ioredis';
 import type { Knex } from 'knex';
-import { SyncClient } from '../../services/gateway/sync/sync.client';
-import { createLogger } from '../../shared/logger';
-import { redisOptions, syncQueueNames, type SyncJobData, type SyncJobResult } from '../../shared/queue/sync.contract';
+import { redisOptions, SYNC_QUEUE_NAME, type SyncJobData, type SyncJobResult, type SyncRingResult } from '../../shared/queue/sync.contract';
 import type { BenchUser } from './http.client';
-import { REDIS_URL, SYNC_SHARDS } from './stack';
+import { REDIS_URL, SYNC_CONCURRENCY } from './stack';
 import { msSince, now, summarize, type LatencySummary } from './stats';
 
 /** The three ways the sync bench pushes batches, and what it reads back about where their time went. */
@@ -60,31 +58,27 @@ function resultTemplate(size: number): SyncJobResult {
 }
 
 /**
- * Ceiling 1: a bare BullMQ round trip. The gateway's own SyncClient enqueues on the shard queue and
- * awaits the result through QueueEvents; workers set up exactly as the service's (one per shard,
- * global concurrency 1) run a processor that returns a ready-made result of the real size at once.
+ * Ceiling 1: a bare BullMQ round trip. A queue of its own carries the batch to a worker with the
+ * service's concurrency, whose processor returns a ready-made result of the real size at once; the
+ * result comes back through QueueEvents. No MySQL on this path.
  */
 export class BareQueue {
-  private client!: SyncClient;
-  private workers: Worker<SyncJobData, SyncJobResult>[] = [];
+  private queue!: Queue<{ opsJson: string }, SyncJobResult>;
+  private events!: QueueEvents;
+  private worker!: Worker<{ opsJson: string }, SyncJobResult>;
+  private producer!: IORedis;
   private readonly templates = new Map<number, SyncJobResult>();
   current = 1;
 
   constructor(private readonly prefix: string) {}
 
   async start(): Promise<void> {
-    const logger = createLogger('bench', 'silent');
-    this.client = new SyncClient({ redisUrl: REDIS_URL, prefix: this.prefix, shards: SYNC_SHARDS, timeoutMs: 120_000 }, logger);
     const connection = redisOptions(REDIS_URL, 'blocking');
-    for (const name of syncQueueNames(SYNC_SHARDS)) {
-      const queue = new Queue(name, { connection, prefix: this.prefix });
-      await queue.setGlobalConcurrency(1);
-      await queue.close();
-      this.workers.push(
-        new Worker<SyncJobData, SyncJobResult>(name, async () => this.template(this.current), { connection, prefix: this.prefix, concurrency: 1 }),
-      );
-    }
-    await Promise.all([this.client.ready(), ...this.workers.map((w) => w.waitUntilReady())]);
+    this.producer = new IORedis(redisOptions(REDIS_URL, 'producer'));
+    this.queue = new Queue('bare', { connection: this.producer, prefix: this.prefix });
+    this.events = new QueueEvents('bare', { connection, prefix: this.prefix });
+    this.worker = new Worker('bare', async () => this.template(this.current), { connection, prefix: this.prefix, concurrency: SYNC_CONCURRENCY });
+    await Promise.all([this.events.waitUntilReady(), this.worker.waitUntilReady()]);
   }
 
   private template(size: number): SyncJobResult {
@@ -93,29 +87,15 @@ export class BareQueue {
     return t;
   }
 
-  async submit(user: BenchUser, opsJson: string): Promise<boolean> {
-    const result = await this.client.submit({ requestId: 'bench', userId: user.userId, deviceId: user.deviceId, opsJson, acceptedAt: Date.now() });
+  async submit(_user: BenchUser, opsJson: string): Promise<boolean> {
+    const job = await this.queue.add('bare', { opsJson }, { removeOnComplete: { age: 600 } });
+    const result = await job.waitUntilFinished(this.events, 120_000);
     return result.failed === null;
   }
 
   async stop(): Promise<void> {
-    await Promise.allSettled(this.workers.map((w) => w.close()));
-    await this.client.close();
-  }
-}
-
-/**
- * One batch at a time per shard, devices assigned to shards as the service assigns them: the
- * concurrency the worker's queues allow (global concurrency 1 per shard), without the queue.
- */
-export class ShardGate {
-  private readonly tails = new Map<number, Promise<unknown>>();
-
-  run<T>(shard: number, task: () => Promise<T>): Promise<T> {
-    const previous = this.tails.get(shard) ?? Promise.resolve();
-    const result = previous.then(task, task);
-    this.tails.set(shard, result.catch(() => undefined));
-    return result;
+    await Promise.allSettled([this.worker.close(), this.events.close(), this.queue.close()]);
+    this.producer.disconnect();
   }
 }
 
@@ -125,24 +105,35 @@ export interface Timeline {
   clientEnd: number;
 }
 
-/** Where the service path's time went, per batch, joining the client's clock with the job's own timestamps. */
-export async function jobBreakdown(prefix: string, timelines: Map<string, Timeline>): Promise<Record<string, number> | undefined> {
+/**
+ * Where the service path's time went, per batch, joining the client's clock with the batch's row
+ * (accepted, finished) and its ring's job (queued, taken).
+ */
+export async function jobBreakdown(prefix: string, db: Knex, timelines: Map<string, Timeline>): Promise<Record<string, number> | undefined> {
   const connection = new IORedis(REDIS_URL, { maxRetriesPerRequest: 1 });
-  const parts = { httpIn: 0, enqueue: 0, queueWait: 0, apply: 0, resultOut: 0, total: 0 };
+  const parts = { httpIn: 0, ring: 0, queueWait: 0, apply: 0, resultOut: 0, total: 0 };
   let n = 0;
   try {
-    for (const name of syncQueueNames(SYNC_SHARDS)) {
-      const queue = new Queue<SyncJobData, SyncJobResult>(name, { connection, prefix });
-      const jobs = (await queue.getJobs(['completed'], 0, -1)) as Job<SyncJobData, SyncJobResult>[];
-      await queue.close();
-      for (const job of jobs) {
-        const t = timelines.get(job.data.requestId);
-        if (!t || !job.processedOn || !job.finishedOn) continue;
-        parts.httpIn += job.data.acceptedAt - t.clientStart;
-        parts.enqueue += job.timestamp - job.data.acceptedAt;
+    const queue = new Queue<SyncJobData, SyncRingResult>(SYNC_QUEUE_NAME, { connection, prefix });
+    const jobs = (await queue.getJobs(['completed'], 0, -1)) as Job<SyncJobData, SyncRingResult>[];
+    await queue.close();
+    const byBatch = new Map(jobs.map((j) => [j.data.batchId, j]));
+    const ids = [...timelines.keys()];
+    for (let i = 0; i < ids.length; i += 1000) {
+      const rows = await db('sync_batches')
+        .whereIn('request_id', ids.slice(i, i + 1000))
+        .select<{ id: string; request_id: string; created_at: Date; finished_at: Date | null }[]>('id', 'request_id', 'created_at', 'finished_at');
+      for (const row of rows) {
+        const t = timelines.get(row.request_id);
+        const job = byBatch.get(String(row.id));
+        if (!t || !row.finished_at || !job?.processedOn) continue;
+        const accepted = row.created_at.getTime();
+        const finished = row.finished_at.getTime();
+        parts.httpIn += accepted - t.clientStart;
+        parts.ring += job.timestamp - accepted;
         parts.queueWait += job.processedOn - job.timestamp;
-        parts.apply += job.finishedOn - job.processedOn;
-        parts.resultOut += t.clientEnd - job.finishedOn;
+        parts.apply += finished - job.processedOn;
+        parts.resultOut += t.clientEnd - finished;
         parts.total += t.clientEnd - t.clientStart;
         n++;
       }

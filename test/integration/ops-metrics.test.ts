@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { newId } from '../../shared/ids';
 import { createLogger } from '../../shared/logger';
-import { syncQueueNames } from '../../shared/queue/sync.contract';
+import { SYNC_QUEUE_NAME } from '../../shared/queue/sync.contract';
 import { startOpsServer } from '../../services/worker/ops.server';
 import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { WorkerMetrics } from '../../services/worker/worker.metrics';
@@ -22,9 +22,9 @@ let anon: Api;
 beforeAll(async () => {
   env = await createTestEnv();
   gateway = await startGateway(env);
-  workers = await startInProcessWorkers(env);
   // Wired as services/worker/main.ts does it.
   const metrics = new WorkerMetrics();
+  workers = await startInProcessWorkers(env, metrics.recordApplied);
   metrics.observe(workers.workers);
   opsServer = (await startOpsServer(0, env.db, workers.workers, createLogger('worker', 'silent'), metrics.registry))!;
   workerBase = `http://127.0.0.1:${(opsServer.address() as AddressInfo).port}`;
@@ -92,9 +92,9 @@ test('a login and a sync batch move the gateway’s and the worker’s counters 
   expect(hasSeries(w, 'process_cpu_user_seconds_total', { service: 'worker' })).toBe(true);
 });
 
-test('the gateway reports waiting and active jobs of every shard queue at scrape time', async () => {
+test('the gateway reports waiting and active jobs of the sync queue at scrape time', async () => {
   const text = await scrape(gateway.baseUrl);
-  for (const queue of syncQueueNames(env.config.syncShards)) {
+  for (const queue of [SYNC_QUEUE_NAME]) {
     for (const state of ['waiting', 'active']) expect(hasSeries(text, 'filesync_sync_queue_jobs', { queue, state })).toBe(true);
   }
   expect(metricValue(text, 'filesync_sync_queue_jobs', { state: 'waiting' })).toBe(0);

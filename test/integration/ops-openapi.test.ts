@@ -22,7 +22,7 @@ let gateway: RunningGateway;
 
 beforeAll(async () => {
   env = await createTestEnv();
-  sync = new SyncClient({ redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, shards: env.config.syncShards, timeoutMs: 1000 }, createLogger('gateway', 'silent'));
+  sync = new SyncClient({ redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 1000, db: env.db }, createLogger('gateway', 'silent'));
   gateway = await startGateway(env);
   app = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes: gateway.changes, logger: createLogger('gateway', 'silent') }).app;
 });

@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import { newId } from '../../shared/ids';
-import { redisOptions, shardOf, syncQueueName } from '../../shared/queue/sync.contract';
+import { redisOptions, SYNC_QUEUE_NAME } from '../../shared/queue/sync.contract';
 import { createLogger } from '../../shared/logger';
 import { SyncClient } from '../../services/gateway/sync/sync.client';
 import { Api } from '../support/client';
@@ -21,7 +21,7 @@ const start = async () => {
 
 beforeAll(async () => {
   // A short lock lets a killed worker's batch be recovered in seconds rather than the default 30 s.
-  env = await createTestEnv({ SYNC_LOCK_MS: '2000', SYNC_TIMEOUT_MS: '20000', SYNC_SHARDS: '2' });
+  env = await createTestEnv({ SYNC_LOCK_MS: '2000', SYNC_TIMEOUT_MS: '20000' });
   gateway = await startGateway(env);
   admin = (await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password)).api;
 });
@@ -65,30 +65,30 @@ test('batches of one device are applied one at a time in the order they were acc
   const { userId, deviceId } = await admin.createUser('ordered-device');
   const id = newId();
   const client = new SyncClient(
-    { redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, shards: env.config.syncShards, timeoutMs: 20000 },
+    { redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 20000, db: env.db },
     createLogger('test', 'silent'),
   );
   await client.ready();
   const batch = (i: number, op: object) => ({ requestId: `order-${i}`, userId, deviceId, acceptedAt: Date.now(), opsJson: JSON.stringify([op]) });
   await client.submit(batch(0, { opId: 1, type: 'create', resourceId: id, payload: { resourceType: 'file', name: 'v0' } }));
 
-  // Accepted in this order (one producer connection keeps the order of the adds), applied by two workers.
+  // Sent at once; the inbox ids give the order they were accepted in, and two workers apply them.
   const results = await Promise.all(
     Array.from({ length: 15 }, (_, k) => client.submit(batch(k + 1, { opId: 100 + k + 1, type: 'update', resourceId: id, payload: { name: `v${k + 1}` } }))),
   );
-  const queue = new Queue(syncQueueName(shardOf(deviceId, env.config.syncShards)), { connection: redisOptions(env.config.redisUrl, 'producer'), prefix: env.config.queuePrefix });
-  const jobs = (await queue.getJobs(['completed'])).filter((j) => j.data.requestId.startsWith('order-') && j.data.deviceId === deviceId);
-  await queue.close();
   await client.close();
 
   expect(results.every((r) => r.failed === null && r.applied[0]!.outcome === 'applied')).toBe(true);
-  jobs.sort((a, b) => Number(a.data.requestId.slice(6)) - Number(b.data.requestId.slice(6)));
-  expect(jobs).toHaveLength(16);
-  for (let i = 1; i < jobs.length; i++) {
-    // Each batch started only after the one accepted before it had finished.
-    expect(jobs[i]!.processedOn!).toBeGreaterThanOrEqual(jobs[i - 1]!.finishedOn!);
+  const rows = await env.db('sync_batches').where({ device_id: deviceId }).orderBy('id').select('request_id', 'status', 'finished_at');
+  expect(rows).toHaveLength(16);
+  expect(rows.every((r) => r.status === 'done')).toBe(true);
+  for (let i = 1; i < rows.length; i++) {
+    // Each batch finished no earlier than the one accepted before it.
+    expect(rows[i]!.finished_at.getTime()).toBeGreaterThanOrEqual(rows[i - 1]!.finished_at.getTime());
   }
-  expect((await env.db('resources').where({ id }).first()).name).toBe('v15');
+  // The last accepted rename is the one that stays.
+  const last = rows[rows.length - 1]!.request_id as string;
+  expect((await env.db('resources').where({ id }).first()).name).toBe(`v${last.slice(6)}`);
 });
 
 test('a worker killed mid-batch loses nothing: after recovery and a client retry every op is applied exactly once', async () => {
@@ -104,7 +104,7 @@ test('a worker killed mid-batch loses nothing: after recovery and a client retry
       payload: { resourceType: 'file', name: `f${i}.txt`, parentId: folderId },
     })),
   ];
-  const queue = new Queue(syncQueueName(shardOf(deviceId, env.config.syncShards)), {
+  const queue = new Queue(SYNC_QUEUE_NAME, {
     connection: redisOptions(env.config.redisUrl, 'producer'),
     prefix: env.config.queuePrefix,
   });
@@ -131,16 +131,18 @@ test('a worker killed mid-batch loses nothing: after recovery and a client retry
 });
 
 test('with no worker running the batch gets 503 after the timeout, and a retry once a worker runs applies it once', async () => {
-  const quick = new SyncClient({ redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, shards: env.config.syncShards, timeoutMs: 1000 }, createLogger('test', 'silent'));
+  const quick = new SyncClient({ redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 1000, db: env.db }, createLogger('test', 'silent'));
   await quick.ready();
   const { userId, deviceId } = await admin.createUser('patient-device');
   const id = newId();
   const data = { requestId: 'r1', userId, deviceId, acceptedAt: Date.now(), opsJson: JSON.stringify([{ opId: 7, type: 'create', resourceId: id, payload: { resourceType: 'folder', name: 'later' } }]) };
 
   await expect(quick.submit(data)).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE', retryAfter: expect.any(Number) });
-  // The expired batch was withdrawn, so nothing is applied behind the client's back.
+  // The expired batch was withdrawn (cancelled in MySQL), so nothing is applied behind the client's back.
+  expect(await env.db('sync_batches').where({ device_id: deviceId }).pluck('status')).toEqual(['cancelled']);
   await start();
-  await new Promise((r) => setTimeout(r, 300));
+  // Longer than the sweeper's delay: a cancelled batch is never rung again, and its old ring finds nothing to do.
+  await new Promise((r) => setTimeout(r, 3000));
   expect(await env.db('resources').where({ id }).first()).toBeUndefined();
   const retried = await quick.submit(data);
   await quick.close();
@@ -166,7 +168,7 @@ test('the HTTP endpoint answers 503 with Retry-After when no result arrives in t
 
 test('with Redis unreachable the batch gets 503 at once', async () => {
   const deadEnv = { ...env, config: { ...env.config, redisUrl: 'redis://127.0.0.1:1' } };
-  const dead = new SyncClient({ redisUrl: deadEnv.config.redisUrl, prefix: env.config.queuePrefix, shards: 1, timeoutMs: 10000 }, createLogger('test', 'silent'));
+  const dead = new SyncClient({ redisUrl: deadEnv.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 10000, db: env.db }, createLogger('test', 'silent'));
   const before = Date.now();
   await expect(dead.submit({ requestId: 'r', userId: newId(), deviceId: newId(), acceptedAt: 0, opsJson: '[]' })).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
   const waited = Date.now() - before;

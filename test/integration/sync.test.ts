@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import { newId } from '../../shared/ids';
-import { redisOptions, syncQueueNames } from '../../shared/queue/sync.contract';
+import { redisOptions, SYNC_QUEUE_NAME } from '../../shared/queue/sync.contract';
 import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { Api } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
@@ -387,22 +387,22 @@ describe('the batch envelope', () => {
 });
 
 describe('what reaches the queue', () => {
-  test("a batch travels as one job on its device's shard, carrying ids and ops but no token", async () => {
+  test('a batch is recorded in MySQL and the queue carries one ring with its ids only, no ops and no token', async () => {
     const res = await send([{ opId: opId(), type: 'share', refType: 'marker-for-queue-test' }]);
     expect(res.status).toBe(200);
-    const jobs = [];
-    for (const name of syncQueueNames(env.config.syncShards)) {
-      const queue = new Queue(name, { connection: redisOptions(env.config.redisUrl, 'producer'), prefix: env.config.queuePrefix });
-      jobs.push(...(await queue.getJobs(['completed'])).map((job) => ({ queue: name, job })));
-      await queue.close();
-    }
-    const ours = jobs.filter(({ job }) => job.data.opsJson.includes('marker-for-queue-test'));
-    expect(ours).toHaveLength(1);
-    const { job } = ours[0]!;
-    expect(Object.keys(job.data).sort()).toEqual(['acceptedAt', 'deviceId', 'opsJson', 'requestId', 'userId']);
+    const batch = await env.db('sync_batches').where('ops', 'like', '%marker-for-queue-test%').first();
+    expect(batch).toMatchObject({ user_id: userId, device_id: deviceId, status: 'done' });
+    expect(JSON.parse(batch.result).applied[0].outcome).toBe('noop');
+    const queue = new Queue(SYNC_QUEUE_NAME, { connection: redisOptions(env.config.redisUrl, 'producer'), prefix: env.config.queuePrefix });
+    const jobs = (await queue.getJobs(['completed'])).filter((job) => job.data.batchId === String(batch.id));
+    await queue.close();
+    expect(jobs).toHaveLength(1);
+    const job = jobs[0]!;
+    expect(job.id).toBe(`batch-${batch.id}`);
+    expect(Object.keys(job.data).sort()).toEqual(['batchId', 'deviceId', 'requestId', 'userId']);
     expect(job.data).toMatchObject({ userId, deviceId });
     expect(JSON.stringify(job.data)).not.toContain(api.token!);
-    expect(job.returnvalue.applied[0].outcome).toBe('noop');
+    expect(job.returnvalue.applied).toEqual([String(batch.id)]);
     expect(job.opts.attempts).toBe(1);
   });
 });

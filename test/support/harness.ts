@@ -46,7 +46,6 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     LOGIN_ADDRESS_RATE_LIMIT: '0',
     REGISTER_RATE_LIMIT: '0',
     LOG_LEVEL: 'silent',
-    SYNC_SHARDS: '4',
     SYNC_TIMEOUT_MS: '15000',
     ...overrides,
   };
@@ -97,7 +96,7 @@ export interface RunningGateway {
 export async function startGateway(env: TestEnv, serverOptions: HttpServerOptions = {}): Promise<RunningGateway> {
   const logger = createLogger('gateway', env.config.logLevel);
   const sync = new SyncClient(
-    { redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, shards: env.config.syncShards, timeoutMs: env.config.syncTimeoutMs },
+    { redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: env.config.syncTimeoutMs, db: env.db },
     logger,
   );
   const changes = new ChangeHub(

@@ -3,7 +3,6 @@ import { extensionOf, normalizeName } from '../../shared/names';
 import { likeContains } from '../../shared/db/resource.repository';
 import { parseOp } from '../../shared/sync/ops';
 import { loadConfig } from '../../shared/config';
-import { shardOf } from '../../shared/queue/sync.contract';
 
 describe('names', () => {
   test('are stored in NFC', () => {
@@ -96,15 +95,6 @@ describe('configuration', () => {
     expect(() => loadConfig({ ADMIN_USERNAME: 'root' })).toThrow(/ADMIN_PASSWORD/);
   });
 });
-
-describe('shards', () => {
-  test('a device always maps to the same shard, and devices spread over all of them', () => {
-    const ids = Array.from({ length: 400 }, (_, i) => i.toString(16).padStart(32, '0'));
-    expect(ids.map((id) => shardOf(id, 8))).toEqual(ids.map((id) => shardOf(id, 8)));
-    expect(new Set(ids.map((id) => shardOf(id, 8))).size).toBe(8);
-  });
-});
-
 describe('TRUST_PROXY', () => {
   const trust = (value: string) => loadConfig({ TRUST_PROXY: value }).trustProxy;
 

@@ -43,9 +43,9 @@ const localPage: RequestHandler = (_req, res, next) => {
 };
 
 /**
- * The BullMQ dashboard over every sync shard queue, behind the admin gate. Read-only: retrying or
- * promoting a sync batch by hand would apply it out of its device's order, and finished jobs are
- * trimmed by the queues themselves.
+ * The BullMQ dashboard over the sync queue (its jobs are rings of batches kept in MySQL) and the
+ * maintenance queues, behind the admin gate. Read-only: rings are the workers' business, and finished
+ * jobs are trimmed by the queues themselves.
  */
 export function dashboardRoutes(queues: Queue[], gate: RequestHandler): Router {
   const board = new ExpressAdapter();

@@ -75,7 +75,7 @@ export class GatewayMetrics {
     });
     this.syncSubmit = new Histogram({
       name: 'filesync_sync_submit_duration_seconds',
-      help: 'Sync batches as the gateway sees them: enqueue, wait behind the shard, apply, result; by outcome',
+      help: 'Sync batches as the gateway sees them: record, ring, wait, apply, result; by outcome',
       labelNames: ['outcome'],
       buckets: DURATION_BUCKETS,
       registers: [registry],
@@ -88,7 +88,7 @@ export class GatewayMetrics {
     });
     new Gauge({
       name: 'filesync_sync_queue_jobs',
-      help: 'Jobs per sync shard queue and state, read from Redis at scrape time',
+      help: 'Jobs (rings) per sync queue and state, read from Redis at scrape time',
       labelNames: ['queue', 'state'],
       registers: [registry],
       async collect() {

@@ -1,69 +1,91 @@
-import { Job, Queue, QueueEvents } from 'bullmq';
+import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
+import type { Db } from '../../../shared/db/knex';
+import { InboxRepository, type BatchOutcomeRow } from '../../../shared/db/inbox.repository';
 import type { Logger } from '../../../shared/logger';
-import { unavailable } from '../../../shared/errors';
-import { newId } from '../../../shared/ids';
+import { unavailable, type AppError } from '../../../shared/errors';
 import {
   redisOptions,
-  shardOf,
+  syncDoneChannel,
+  syncJobId,
   SYNC_JOB_NAME,
   SYNC_JOB_OPTIONS,
-  syncQueueNames,
+  SYNC_QUEUE_NAME,
+  type SyncDoneMessage,
   type SyncJobData,
   type SyncJobResult,
+  type SyncRingResult,
 } from '../../../shared/queue/sync.contract';
 
-interface Pending {
-  resolve: (result: SyncJobResult) => void;
-  reject: (err: Error) => void;
+/** A batch as the sync route hands it over. */
+export interface SyncSubmission {
+  requestId: string;
+  userId: string;
+  deviceId: string;
+  /** The `ops` array as JSON text, numbers exactly as the client wrote them. */
+  opsJson: string;
+  acceptedAt: number;
 }
 
 export interface SyncClientOptions {
   redisUrl: string;
   prefix: string;
-  shards: number;
   timeoutMs: number;
+  db: Db;
+  /** How often waiting batches are looked up in MySQL, in case their message was lost. */
+  pollMs?: number;
+  /** How long Redis may be unreachable while clients wait before their batches are withdrawn. */
+  redisGraceMs?: number;
 }
 
-const parseResult = (value: unknown): SyncJobResult => (typeof value === 'string' ? JSON.parse(value) : value) as SyncJobResult;
+interface Waiter {
+  resolve: (result: SyncJobResult) => void;
+  reject: (err: AppError) => void;
+  since: number;
+  timer: NodeJS.Timeout;
+}
 
 /**
- * Hands sync batches to the workers and awaits their results. One producer connection for all
- * shard queues and one event connection per shard, however many requests wait at once: results are
- * matched to waiting requests by job id.
+ * Hands sync batches to the workers and awaits their results. A batch is recorded in MySQL first
+ * (the durable inbox), then the worker is rung through the queue. The result comes as a Redis
+ * message from the worker; MySQL is polled by primary key as well, so a lost message or a Redis that
+ * lost its data still answers. A client never waits for nothing: on the timeout, or when Redis stays
+ * unreachable, the batch is withdrawn in MySQL (or its result read, when it finished meanwhile).
  */
 export class SyncClient {
-  readonly queues: Queue<SyncJobData, SyncJobResult>[];
-  private readonly events: QueueEvents[];
+  readonly queues: Queue<SyncJobData, SyncRingResult>[];
+  private readonly queue: Queue<SyncJobData, SyncRingResult>;
   private readonly connection: IORedis;
-  private readonly pending = new Map<string, Pending>();
+  private readonly subscriber: IORedis;
+  private readonly inbox: InboxRepository;
+  private readonly waiting = new Map<string, Waiter>();
+  private readonly poller: NodeJS.Timeout;
+  private subscribed: Promise<unknown>;
+  private redisDownSince: number | undefined;
+  private polling = false;
 
   constructor(
     private readonly options: SyncClientOptions,
     private readonly logger: Logger,
   ) {
+    this.inbox = new InboxRepository(options.db);
     this.connection = new IORedis(redisOptions(options.redisUrl, 'producer'));
     this.connection.on('error', (err) => logger.warn({ err: err.message }, 'redis producer connection error'));
-    this.queues = syncQueueNames(options.shards).map(
-      (name) => new Queue<SyncJobData, SyncJobResult>(name, { connection: this.connection, prefix: options.prefix }),
-    );
-    this.events = syncQueueNames(options.shards).map((name) => {
-      const events = new QueueEvents(name, {
-        connection: redisOptions(options.redisUrl, 'blocking'),
-        prefix: options.prefix,
-      });
-      events.on('completed', ({ jobId, returnvalue }) => this.settle(jobId, (p) => p.resolve(parseResult(returnvalue))));
-      events.on('failed', ({ jobId, failedReason }) =>
-        this.settle(jobId, (p) => p.reject(unavailable(`the batch could not be applied: ${failedReason}`, 2))),
-      );
-      events.on('error', (err) => logger.warn({ err: err.message }, 'redis events connection error'));
-      return events;
-    });
+    this.queue = new Queue<SyncJobData, SyncRingResult>(SYNC_QUEUE_NAME, { connection: this.connection, prefix: options.prefix });
+    this.queue.on('error', (err) => logger.debug({ err: err.message }, 'sync queue error'));
+    this.queues = [this.queue];
+    this.subscriber = new IORedis(redisOptions(options.redisUrl, 'blocking'));
+    this.subscriber.on('error', (err) => logger.debug({ err: err.message }, 'redis subscriber connection error'));
+    this.subscriber.on('message', (_channel: string, text: string) => this.onMessage(text));
+    this.subscribed = this.subscriber.subscribe(syncDoneChannel(options.prefix));
+    this.subscribed.catch(() => undefined);
+    this.poller = setInterval(() => void this.tick(), options.pollMs ?? 1000);
+    this.poller.unref();
   }
 
-  /** Resolves once every event stream is being read, so no result can be missed. */
+  /** Resolves once finished-batch messages are being received. */
   async ready(): Promise<void> {
-    await Promise.all(this.events.map((e) => e.waitUntilReady()));
+    await this.subscribed;
   }
 
   get redisReady(): boolean {
@@ -78,67 +100,137 @@ export class SyncClient {
     }
   }
 
-  /** Enqueues a batch on its device's shard and waits for the worker's result, at most `timeoutMs`. */
-  async submit(data: SyncJobData): Promise<SyncJobResult> {
+  /** Records the batch, rings a worker and waits for the batch's result, at most `timeoutMs`. */
+  async submit(data: SyncSubmission): Promise<SyncJobResult> {
     if (!this.redisReady) throw unavailable('the sync queue is unavailable', 2);
-    const queue = this.queues[shardOf(data.deviceId, this.options.shards)]!;
-    const jobId = newId();
-    const result = new Promise<SyncJobResult>((resolve, reject) => this.pending.set(jobId, { resolve, reject }));
-    result.catch(() => undefined);
+    const batchId = await this.inbox.accept({
+      deviceId: data.deviceId,
+      userId: data.userId,
+      requestId: data.requestId,
+      ops: data.opsJson,
+      createdAt: new Date(data.acceptedAt),
+    });
+    const result = new Promise<SyncJobResult>((resolve, reject) => {
+      const timer = setTimeout(() => void this.withdraw(batchId, 'no sync result in time, retry the batch'), this.options.timeoutMs);
+      this.waiting.set(batchId, { resolve, reject, since: Date.now(), timer });
+    });
     try {
-      await queue.add(SYNC_JOB_NAME, data, { ...SYNC_JOB_OPTIONS, jobId });
+      await this.queue.add(
+        SYNC_JOB_NAME,
+        { batchId, deviceId: data.deviceId, userId: data.userId, requestId: data.requestId },
+        { ...SYNC_JOB_OPTIONS, jobId: syncJobId(batchId) },
+      );
     } catch (err) {
-      this.pending.delete(jobId);
-      this.logger.warn({ err: (err as Error).message }, 'could not enqueue a sync batch');
-      throw unavailable('the sync queue is unavailable', 2);
+      this.logger.warn({ err: (err as Error).message, batchId }, 'could not ring a sync worker');
+      void this.withdraw(batchId, 'the sync queue is unavailable');
     }
-    const timer = setTimeout(() => void this.expire(queue, jobId), this.options.timeoutMs);
+    return result;
+  }
+
+  /**
+   * Withdraws a batch whose client will not wait any longer. Still pending: it is cancelled and will
+   * never apply. Finished meanwhile: its stored outcome is the answer. Locked by a worker that is
+   * applying it (or froze while doing so): 503 all the same; if that worker commits later, the batch
+   * still applies in acceptance order and a retry of it is answered as duplicates.
+   */
+  private async withdraw(batchId: string, reason: string): Promise<void> {
+    if (!this.waiting.has(batchId)) return;
     try {
-      return await result;
-    } finally {
-      clearTimeout(timer);
+      if (await this.cancel(batchId)) return this.settle(batchId, (w) => w.reject(unavailable(reason, 2)));
+      const [row] = await this.inbox.finished([batchId]);
+      if (row) return this.settleFrom(row);
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message, batchId }, 'could not withdraw a sync batch; answering 503');
+    }
+    this.settle(batchId, (w) => w.reject(unavailable(reason, 2)));
+  }
+
+  /** Cancels a pending batch, waiting at most a second for a row lock. */
+  private async cancel(batchId: string): Promise<boolean> {
+    return this.options.db.transaction(async (trx) => {
+      await trx.raw('SET SESSION innodb_lock_wait_timeout = 1');
+      try {
+        return await new InboxRepository(trx).cancel(batchId, new Date());
+      } finally {
+        await trx.raw('SET SESSION innodb_lock_wait_timeout = @@GLOBAL.innodb_lock_wait_timeout');
+      }
+    });
+  }
+
+  private onMessage(text: string): void {
+    let message: SyncDoneMessage;
+    try {
+      message = JSON.parse(text) as SyncDoneMessage;
+    } catch {
+      return;
+    }
+    if (!this.waiting.has(message.id)) return;
+    if (typeof message.result === 'string') {
+      this.settleFrom({ id: message.id, status: 'done', result: message.result });
+    } else {
+      void this.inbox.finished([message.id]).then(
+        ([row]) => row && this.settleFrom(row),
+        () => undefined,
+      );
     }
   }
 
   /**
-   * No result in time. A batch still waiting is withdrawn, so it is not applied behind the client's
-   * back; one that finished meanwhile is answered from Redis; otherwise the client retries later.
+   * Every second while clients wait: looks up batches waiting longer than a poll interval (their
+   * message may be lost), and withdraws every batch when Redis has been unreachable for a while.
    */
-  private async expire(queue: Queue<SyncJobData, SyncJobResult>, jobId: string): Promise<void> {
-    if (!this.pending.has(jobId)) return;
+  private async tick(): Promise<void> {
+    if (this.waiting.size === 0 || this.polling) {
+      this.redisDownSince = undefined;
+      return;
+    }
+    this.polling = true;
     try {
-      const job = await Job.fromId<SyncJobData, SyncJobResult>(queue, jobId);
-      if (job?.finishedOn && job.returnvalue) {
-        this.settle(jobId, (p) => p.resolve(parseResult(job.returnvalue)));
+      const up = this.connection.status === 'ready' && this.subscriber.status === 'ready';
+      const now = Date.now();
+      if (up) this.redisDownSince = undefined;
+      else this.redisDownSince ??= now;
+      if (this.redisDownSince !== undefined && now - this.redisDownSince >= (this.options.redisGraceMs ?? 2000)) {
+        await Promise.all([...this.waiting.keys()].map((id) => this.withdraw(id, 'the sync queue is unavailable, retry the batch')));
         return;
       }
-      // remove() refuses a job a worker holds the lock of, so an active batch is left to finish.
-      if (job && (await job.isWaiting())) await queue.remove(jobId);
+      const due = [...this.waiting.entries()].filter(([, w]) => now - w.since >= (this.options.pollMs ?? 1000)).map(([id]) => id);
+      for (let i = 0; i < due.length; i += 500) {
+        for (const row of await this.inbox.finished(due.slice(i, i + 500))) this.settleFrom(row);
+      }
     } catch (err) {
-      this.logger.warn({ err: (err as Error).message, jobId }, 'could not withdraw an expired sync batch');
+      this.logger.warn({ err: (err as Error).message }, 'could not look up waiting sync batches');
+    } finally {
+      this.polling = false;
     }
-    this.settle(jobId, (p) => p.reject(unavailable('no sync result in time, retry the batch', 5)));
   }
 
-  private settle(jobId: string, action: (p: Pending) => void): void {
-    const pending = this.pending.get(jobId);
-    if (!pending) return;
-    this.pending.delete(jobId);
-    action(pending);
+  private settleFrom(row: BatchOutcomeRow): void {
+    if (row.status === 'done' && row.result !== null) {
+      const result = JSON.parse(row.result) as SyncJobResult;
+      return this.settle(row.id, (w) => w.resolve(result));
+    }
+    if (row.status === 'pending') return;
+    const reason = row.status === 'failed' ? 'the batch could not be applied in time and was not applied, retry it' : 'the batch was withdrawn, retry it';
+    this.settle(row.id, (w) => w.reject(unavailable(reason, 2)));
+  }
+
+  private settle(batchId: string, action: (w: Waiter) => void): void {
+    const waiter = this.waiting.get(batchId);
+    if (!waiter) return;
+    this.waiting.delete(batchId);
+    clearTimeout(waiter.timer);
+    action(waiter);
   }
 
   /** Closes the connections; when Redis is gone they are dropped rather than waited for. */
   async close(): Promise<void> {
-    const graceful = Promise.all([...this.events.map((e) => e.close()), ...this.queues.map((q) => q.close())]);
+    clearInterval(this.poller);
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise((resolve) => (timer = setTimeout(resolve, 2000)));
-    await Promise.race([graceful.catch(() => undefined), deadline]);
+    await Promise.race([this.queue.close().catch(() => undefined), deadline]);
     clearTimeout(timer);
-    // QueueEvents.close() waits for a first connection that never comes while Redis is down; its
-    // connection's own close(force) drops a connection still being set up, reconnect timer included.
-    await Promise.allSettled(
-      this.events.map((e) => (e as unknown as { connection: { close(force: boolean): Promise<void> } }).connection.close(true)),
-    );
+    this.subscriber.disconnect();
     this.connection.disconnect();
   }
 }

@@ -7,6 +7,7 @@ import * as coverSnapshotIndex from './20261121000005_cover_snapshot_index';
 import * as addRevisionsAndChangeSequence from './20261122000001_add_revisions_and_change_sequence';
 import * as addTrashPurge from './20261122000002_add_trash_purge';
 import * as widenStorageKey from './20261122000003_widen_storage_key';
+import * as createSyncBatches from './20261122000004_create_sync_batches';
 
 interface Migration {
   name: string;
@@ -24,6 +25,7 @@ const MIGRATIONS: Migration[] = [
   addRevisionsAndChangeSequence,
   addTrashPurge,
   widenStorageKey,
+  createSyncBatches,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -1,0 +1,129 @@
+import type { Knex } from 'knex';
+
+export type BatchStatus = 'pending' | 'done' | 'cancelled' | 'failed';
+
+/** A batch as the worker applies it. */
+export interface InboxBatch {
+  id: string;
+  deviceId: string;
+  userId: string;
+  requestId: string;
+  /** The `ops` array as JSON text, numbers exactly as the client wrote them. */
+  ops: string;
+}
+
+/** Where a batch stands, and its stored outcome once it is no longer pending. */
+export interface BatchOutcomeRow {
+  id: string;
+  status: BatchStatus;
+  /** JSON text: the result of a done batch, `{"message"}` of a failed one, null otherwise. */
+  result: string | null;
+}
+
+export interface NewBatch {
+  deviceId: string;
+  userId: string;
+  requestId: string;
+  ops: string;
+  createdAt: Date;
+}
+
+/** A pending batch the sweeper rings again. */
+export interface StaleBatch {
+  id: string;
+  deviceId: string;
+  userId: string;
+  requestId: string;
+}
+
+/**
+ * The only SQL about the sync inbox (table sync_batches). Batch ids are BIGINT and travel as decimal
+ * strings, like every BIGINT of this code base.
+ */
+export class InboxRepository {
+  constructor(private readonly db: Knex | Knex.Transaction) {}
+
+  /**
+   * Records an accepted batch. The device row is locked first so that two batches of one device are
+   * inserted and committed one after the other: id order is then acceptance order and commit order,
+   * and a worker that sees batch N also sees every earlier batch of the device.
+   */
+  async accept(batch: NewBatch): Promise<string> {
+    return this.db.transaction(async (trx) => {
+      await trx('devices').where({ id: batch.deviceId }).forUpdate().first('id');
+      const [id] = await trx('sync_batches').insert({
+        device_id: batch.deviceId,
+        user_id: batch.userId,
+        status: 'pending',
+        ops: batch.ops,
+        request_id: batch.requestId,
+        created_at: batch.createdAt,
+      });
+      return String(id);
+    });
+  }
+
+  /** The device's pending batches up to `upToId`, oldest first, locked until the transaction ends. */
+  async lockPending(deviceId: string, userId: string, upToId: string): Promise<InboxBatch[]> {
+    const rows = await this.db('sync_batches')
+      // The owner's lock is held for this user only: a batch another user sent from the same device
+      // waits for a ring of its own.
+      .where({ device_id: deviceId, user_id: userId, status: 'pending' })
+      .andWhere('id', '<=', upToId)
+      .orderBy('id')
+      .forUpdate()
+      .select<{ id: string | number; device_id: string; user_id: string; request_id: string; ops: string }[]>(
+        'id',
+        'device_id',
+        'user_id',
+        'request_id',
+        'ops',
+      );
+    return rows.map((r) => ({ id: String(r.id), deviceId: r.device_id, userId: r.user_id, requestId: r.request_id, ops: r.ops }));
+  }
+
+  async markDone(id: string, resultJson: string, now: Date): Promise<void> {
+    await this.db('sync_batches').where({ id }).update({ status: 'done', result: resultJson, finished_at: now });
+  }
+
+  /** Gives up pending batches that could not be applied; returns how many it changed. */
+  async markFailed(ids: string[], message: string, now: Date): Promise<number> {
+    if (ids.length === 0) return 0;
+    return this.db('sync_batches')
+      .whereIn('id', ids)
+      .andWhere({ status: 'pending' })
+      .update({ status: 'failed', result: JSON.stringify({ message }), finished_at: now });
+  }
+
+  /** Withdraws a batch that is still pending: true when it was, so it will never be applied. */
+  async cancel(id: string, now: Date): Promise<boolean> {
+    const n = await this.db('sync_batches').where({ id, status: 'pending' }).update({ status: 'cancelled', finished_at: now });
+    return n > 0;
+  }
+
+  /** Batches of these ids that are no longer pending, with their outcome. One primary-key lookup. */
+  async finished(ids: string[]): Promise<BatchOutcomeRow[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db('sync_batches')
+      .whereIn('id', ids)
+      .andWhereNot({ status: 'pending' })
+      .select<{ id: string | number; status: BatchStatus; result: string | null }[]>('id', 'status', 'result');
+    return rows.map((r) => ({ id: String(r.id), status: r.status, result: r.result }));
+  }
+
+  /** Pending batches accepted before `before`, oldest first: their ring may have been lost. */
+  async stalePending(before: Date, limit: number): Promise<StaleBatch[]> {
+    const rows = await this.db('sync_batches')
+      .where({ status: 'pending' })
+      .andWhere('created_at', '<', before)
+      .orderBy('id')
+      .limit(limit)
+      .select<{ id: string | number; device_id: string; user_id: string; request_id: string }[]>('id', 'device_id', 'user_id', 'request_id');
+    return rows.map((r) => ({ id: String(r.id), deviceId: r.device_id, userId: r.user_id, requestId: r.request_id }));
+  }
+
+  /** Deletes finished batches accepted before `before`, at most `limit`; returns how many. */
+  async prune(before: Date, limit: number): Promise<number> {
+    return this.db('sync_batches').where('created_at', '<', before).andWhereNot({ status: 'pending' }).limit(limit).delete();
+  }
+}

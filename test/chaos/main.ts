@@ -1,0 +1,187 @@
+/**
+ * `npm run chaos [-- --minutes=3] [-- --workers=3] [-- --devices=12] [-- --keep]`
+ *
+ * A fault-injection run against real processes: one gateway and several workers built into dist/,
+ * a database of its own on the local MySQL/MariaDB (DATABASE_HOST_URL, default root@127.0.0.1:3306)
+ * and a redis-server of its own on a free port (with an append-only file). Devices send sequential
+ * batches and resend each one until it is answered 200, recording every answer. Faults: workers and
+ * the gateway SIGKILLed and restarted, Redis restarted with and without its data, a worker frozen
+ * with SIGSTOP for 25 s. At the end MySQL is checked against every answer; the exit code is non-zero
+ * when anything was lost, doubled, applied out of order or left hanging.
+ */
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createDb } from '../../shared/db/knex';
+import { Api } from '../support/client';
+import { freePort, RedisServer } from '../support/redis.server';
+import { verify, type DeviceInfo } from './check';
+import { ChaosDevice, type Attempt } from './device';
+import { Service } from './services';
+import { latencyReport, type FaultEvent } from './report';
+
+const args = Object.fromEntries(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, '').split('=');
+    return [k!, v ?? 'true'];
+  }),
+);
+const MINUTES = Number(args.minutes ?? 3);
+const WORKERS = Number(args.workers ?? 3);
+const DEVICES = Number(args.devices ?? 12);
+const SYNC_TIMEOUT_MS = 10_000;
+const HANG_MS = SYNC_TIMEOUT_MS + 5_000;
+const ADMIN = { username: 'chaos-admin', password: 'chaos-admin-password' };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const stamp = () => new Date().toISOString().slice(11, 19);
+const log = (msg: string) => console.log(`[chaos ${stamp()}] ${msg}`);
+
+async function main(): Promise<void> {
+  const name = `fs_chaos_${randomBytes(4).toString('hex')}`;
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), `${name}-`));
+  const server = (process.env.DATABASE_HOST_URL ?? 'mysql://root@127.0.0.1:3306').replace(/\/$/, '');
+  const databaseUrl = `${server}/${name}`;
+  const redis = await RedisServer.start();
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  log(`database ${name}, redis on ${redis.port}, gateway on ${port}, ${WORKERS} workers, ${DEVICES} devices, ${MINUTES} min; logs in ${dir}`);
+  const env = {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redis.url,
+    DATA_DIR: dir,
+    UPLOAD_DIR: path.join(dir, 'uploads'),
+    JWT_SECRET: randomBytes(32).toString('hex'),
+    ADMIN_USERNAME: ADMIN.username,
+    ADMIN_PASSWORD: ADMIN.password,
+    QUEUE_PREFIX: name,
+    LOG_LEVEL: 'info',
+    LOGIN_RATE_LIMIT: '0',
+    SYNC_TIMEOUT_MS: String(SYNC_TIMEOUT_MS),
+    SYNC_LOCK_MS: '3000',
+    SYNC_BATCH_DEADLINE_MS: '5000',
+    SYNC_LOCK_WAIT_S: '3',
+    SHUTDOWN_TIMEOUT_MS: '3000',
+    PORT: String(port),
+    WORKER_PORT: '0',
+  };
+  const gateway = new Service('gateway', 'gateway', env, dir);
+  const workers = Array.from({ length: WORKERS }, (_, i) => new Service(`worker-${i}`, 'worker', env, dir));
+  const db = createDb(databaseUrl, { max: 4 });
+  let exitCode = 1;
+  try {
+    await gateway.start('gateway listening');
+    await Promise.all(workers.map((w) => w.start('worker ready')));
+    const admin = (await new Api(baseUrl).login(ADMIN.username, ADMIN.password)).api;
+    const attempts: Attempt[] = [];
+    const infos: DeviceInfo[] = [];
+    const devices: ChaosDevice[] = [];
+    for (let i = 0; i < DEVICES; i++) {
+      const u = await admin.createUser(`chaos-${i}`);
+      const device = new ChaosDevice({ index: i, baseUrl: () => baseUrl, token: u.token, hangMs: HANG_MS, record: (a) => attempts.push(a) });
+      devices.push(device);
+      infos.push({ index: i, userId: u.userId, deviceId: u.deviceId, model: device.model });
+    }
+
+    const started = Date.now();
+    const endAt = started + MINUTES * 60_000;
+    let stopping = false;
+    let drainUntil = Number.POSITIVE_INFINITY;
+    const loops = devices.map((d) => d.run(() => stopping, () => drainUntil));
+    const faults = await runFaults({ gateway, workers, redis, endAt, devices });
+
+    stopping = true;
+    drainUntil = Date.now() + 60_000;
+    log('faults over; letting every device finish the batch in hand');
+    await Promise.all(loops);
+    await sleep(3000);
+    const verdict = await verify(db, infos, attempts);
+    const report = latencyReport(attempts, faults, started);
+    const answered = attempts.filter((a) => a.status === 200).length;
+    const ops = attempts.filter((a) => a.status === 200).reduce((n, a) => n + Object.keys(a.outcomes ?? {}).length, 0);
+    await fs.writeFile(path.join(dir, 'attempts.jsonl'), attempts.map((a) => JSON.stringify(a)).join('\n'));
+
+    console.log('');
+    console.log(`requests: ${attempts.length} attempts, ${answered} answered 200 (${ops} ops acknowledged), ${attempts.filter((a) => a.status === 503).length} answered 503, ${attempts.filter((a) => a.status === 0).length} connection errors`);
+    console.log(`lost: ${verdict.lost} (ops without trace ${verdict.lostOps}, resources unlike the clients' model ${verdict.stateMismatches})`);
+    console.log(`doubled: ${verdict.doubled}`);
+    console.log(`order violations: ${verdict.orderViolations}`);
+    console.log(`hung: ${verdict.hung} (no answer within ${HANG_MS / 1000} s)`);
+    console.log(`inconsistent answers: ${verdict.inconsistent}; unexpected op failures: ${verdict.unexpectedFailures}`);
+    for (const line of report) console.log(line);
+    for (const e of verdict.examples) console.log(`  ! ${e}`);
+    const bad = verdict.lost + verdict.doubled + verdict.orderViolations + verdict.hung + verdict.inconsistent;
+    exitCode = bad > 0 ? 1 : 0;
+    console.log(bad > 0 ? 'RESULT: FAILED' : 'RESULT: OK');
+  } finally {
+    await Promise.allSettled([gateway.stop(), ...workers.map((w) => w.stop())]);
+    for (const s of [gateway, ...workers]) s.close();
+    await redis.stop();
+    if (args.keep !== 'true') {
+      await db.raw(`DROP DATABASE IF EXISTS \`${name}\``).catch(() => undefined);
+      await fs.rm(path.join(dir, 'uploads'), { recursive: true, force: true });
+    }
+    await db.destroy();
+  }
+  process.exit(exitCode);
+}
+
+interface Cast {
+  gateway: Service;
+  workers: Service[];
+  redis: RedisServer;
+  endAt: number;
+  devices: ChaosDevice[];
+}
+
+/** The fault cycle, repeated while time remains: a calm spell, then one fault of each kind. */
+async function runFaults(c: Cast): Promise<FaultEvent[]> {
+  const events: FaultEvent[] = [];
+  const pickWorker = () => c.workers[Math.floor(Math.random() * c.workers.length)]!;
+  const fault = async (name: string, act: () => Promise<number | void>) => {
+    const at = Date.now();
+    log(name);
+    const endAt = await act();
+    events.push({ name, at, endAt: typeof endAt === 'number' ? endAt : at });
+  };
+  const waitUntil = async (t: number) => {
+    while (Date.now() < t) await sleep(100);
+  };
+  let cycle = 0;
+  while (Date.now() + 100_000 < c.endAt || cycle === 0) {
+    const t0 = Date.now();
+    await waitUntil(t0 + 20_000);
+    await fault('SIGKILL a worker, restart it 3 s later', async () => {
+      const w = pickWorker();
+      await w.stop('SIGKILL');
+      await sleep(3000);
+      await w.start('worker ready');
+    });
+    await waitUntil(t0 + 35_000);
+    await fault('SIGKILL the gateway, restart it', async () => {
+      await c.gateway.stop('SIGKILL');
+      await c.gateway.start('gateway listening');
+    });
+    await waitUntil(t0 + 50_000);
+    await fault('Redis restart with persistence (AOF kept)', () => c.redis.restart(true));
+    await waitUntil(t0 + 62_000);
+    await fault('Redis restart without persistence (data lost)', () => c.redis.restart(false));
+    await waitUntil(t0 + 75_000);
+    await fault('SIGSTOP a worker for 25 s, then SIGCONT', async () => {
+      const w = pickWorker();
+      w.signal('SIGSTOP');
+      await sleep(25_000);
+      w.signal('SIGCONT');
+      return Date.now();
+    });
+    await waitUntil(t0 + 115_000);
+    cycle++;
+  }
+  await waitUntil(c.endAt);
+  return events;
+}
+
+main().catch((err: unknown) => {
+  console.error(`chaos: ${err instanceof Error ? err.stack : String(err)}`);
+  process.exit(2);
+});
