@@ -31,6 +31,7 @@ import { GatewayMetrics, recordMountPath } from './ops/gateway.metrics';
 import { healthRoutes } from './ops/health.routes';
 import { metricsRoutes } from './ops/metrics.routes';
 import { syncRoutes } from './sync/sync.routes';
+import { createUploads, type UploadsModule } from './uploads/uploads.module';
 import type { SyncClient } from './sync/sync.client';
 import { userRoutes } from './users/users.routes';
 
@@ -48,6 +49,7 @@ export interface Gateway {
   hasher: PasswordHasher;
   storage: StagingStorage;
   metrics: GatewayMetrics;
+  uploads: UploadsModule;
 }
 
 /** Wires the gateway's routes; starts nothing, so tests can bind it to an ephemeral port. */
@@ -65,6 +67,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const authenticated = requireUser(tokens, users);
   const metrics = new GatewayMetrics(sync.queues);
+  const uploads = createUploads({ config, files, resources, authenticated, logger });
   // A verified Basic login is trusted for a minute: the dashboard sends it with every asset and poll.
   const adminGate = new AdminGate(users, tokens, hasher, { cacheTtlMs: 60_000, failuresPerMinute: config.loginRateLimit });
 
@@ -92,7 +95,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.use(healthRoutes(db, sync));
   app.use(metricsRoutes(metrics.registry));
   app.use(docsRoutes());
-  app.use(dashboardRoutes(sync.queues, adminGate.middleware()));
+  app.use(dashboardRoutes([...sync.queues, ...uploads.queues], adminGate.middleware()));
 
   const v1 = express.Router();
   v1.use(recordMountPath);
@@ -101,6 +104,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // The sync batch is parsed by its own route without loss of 64-bit integers, so it comes first.
   v1.use(syncRoutes(metrics.meterSync(sync), resources, authenticated));
   v1.use(changeRoutes(feed, authenticated));
+  // tus bodies are raw bytes, streamed by the library; no body parser may touch them.
+  v1.use(uploads.router);
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'] }));
   v1.use(deviceRoutes(devices));
   v1.use(authRoutes(auth, config.loginRateLimit, authenticated));
@@ -110,5 +115,5 @@ export function buildGateway(deps: GatewayDeps): Gateway {
 
   app.use(notFoundHandler);
   app.use(errorHandler);
-  return { app, hasher, storage, metrics };
+  return { app, hasher, storage, metrics, uploads };
 }

@@ -26,9 +26,9 @@ async function main(): Promise<void> {
     { maxHeld: config.feedMaxHeld, maxPerUser: config.feedMaxHeldPerUser },
     logger,
   );
-  const { app, hasher, storage } = buildGateway({ config, jwtSecret, db, sync, changes, logger });
+  const { app, hasher, storage, uploads } = buildGateway({ config, jwtSecret, db, sync, changes, logger });
   if ((await ensureInitialAdmin(config, db, hasher)) === 'created') logger.info('initial administrator created');
-  await Promise.all([hasher.warmUp(), sync.ready(), changes.ready(), storage.sweep(24 * 3600 * 1000)]);
+  await Promise.all([hasher.warmUp(), sync.ready(), changes.ready(), uploads.ready(), storage.sweep(24 * 3600 * 1000)]);
 
   // The bound port, not the configured one: with PORT=0 (tests, side-by-side runs) the OS picks it.
   const server: Server = app.listen(config.port, () => logger.info({ port: (server.address() as AddressInfo).port }, 'gateway listening'));
@@ -44,7 +44,7 @@ async function main(): Promise<void> {
     void changes.close();
     void graceful.close(config.shutdownTimeoutMs).then(async (outcome) => {
       if (outcome === 'forced') logger.warn('requests were still in flight at the shutdown deadline; they were cut');
-      await Promise.allSettled([sync.close(), db.destroy()]);
+      await Promise.allSettled([sync.close(), uploads.close(), db.destroy()]);
       logger.info('gateway stopped');
       process.exit(0);
     });

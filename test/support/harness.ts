@@ -99,9 +99,9 @@ export async function startGateway(env: TestEnv): Promise<RunningGateway> {
     { maxHeld: env.config.feedMaxHeld, maxPerUser: env.config.feedMaxHeldPerUser },
     logger,
   );
-  const { app, hasher } = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes, logger });
+  const { app, hasher, uploads } = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes, logger });
   await ensureInitialAdmin(env.config, env.db, hasher);
-  await Promise.all([sync.ready(), changes.ready()]);
+  await Promise.all([sync.ready(), changes.ready(), uploads.ready()]);
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
@@ -116,6 +116,7 @@ export async function startGateway(env: TestEnv): Promise<RunningGateway> {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await sync.close();
+      await uploads.close();
     },
   };
 }

@@ -1,0 +1,110 @@
+import type { Upload } from '@tus/server';
+import type { ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
+import type { Principal } from '../../../shared/db/user.repository';
+import { AppError, invalid, notFound } from '../../../shared/errors';
+import type { TusStore } from '../../../shared/uploads/tus.store';
+import type { UploadInput } from '../files/files.service';
+import type { StagedFile } from '../files/upload.storage';
+import { ownerOf, parseUploadRequest, preconditionsOf, storedMetadata, type Preconditions, type UploadOwner } from './upload.metadata';
+
+/** The content replacement of PUT /files/:id/content, as FilesService offers it. */
+export interface ReplaceContentInput {
+  userId: string;
+  deviceId: string;
+  fileId: string;
+  staged: StagedFile;
+  declaredType?: string;
+  ifMatch?: string;
+  ifNoneMatch?: string;
+  expectedSha256?: string;
+}
+
+/** What completion hands the bytes to: the same service code as POST /files and PUT /files/:id/content. */
+export interface ContentTarget {
+  upload(input: UploadInput): Promise<ResourceRecord>;
+  replaceContent?(input: ReplaceContentInput): Promise<ResourceRecord>;
+}
+
+/**
+ * The use cases behind /v1/uploads that are ours rather than the tus protocol's: who may create and
+ * touch an upload, and what happens to its bytes when the last one arrives.
+ */
+export class UploadsService {
+  constructor(
+    private readonly store: TusStore,
+    private readonly files: ContentTarget,
+    private readonly resources: ResourceRepository,
+  ) {}
+
+  /**
+   * Checks a new upload's metadata before any byte is sent, and returns the metadata to store:
+   * the client's keys plus the owner. What cannot change during the upload (the target folder or
+   * file existing) is checked now too, so a client does not send gigabytes to learn of a 404; it is
+   * checked again at completion.
+   */
+  async admit(principal: Principal, upload: Upload, conditions: Preconditions): Promise<Record<string, string | null>> {
+    if (upload.sizeIsDeferred) throw invalid('Upload-Length is required');
+    const request = parseUploadRequest(upload.metadata);
+    if (request.fileId !== undefined) {
+      if (!(await this.resources.findActive(principal.userId, request.fileId, 'file'))) throw notFound('no such file');
+    } else if (request.folderId !== null) {
+      if (!(await this.resources.findActive(principal.userId, request.folderId, 'folder'))) throw notFound('no such folder');
+    }
+    return storedMetadata(upload.metadata, principal, conditions);
+  }
+
+  /** The upload's owner when it is the caller's; NOT_FOUND for anything else, which hides whether it exists. */
+  async requireOwn(userId: string, id: string): Promise<Upload> {
+    const upload = await this.store.getUpload(id).catch(() => undefined);
+    const owner = upload && ownerOf(upload.metadata);
+    if (!upload || owner?.userId !== userId) throw notFound('no such upload');
+    return upload;
+  }
+
+  /**
+   * The last byte arrived: creates the file (or replaces the content) from the upload's bytes with
+   * the rules and errors of POST /files (PUT /files/:id/content with fileId). Whatever happens, the
+   * upload is gone afterwards: its bytes were moved into place, or removed.
+   */
+  async complete(upload: Upload): Promise<ResourceRecord> {
+    const owner = ownerOf(upload.metadata) as UploadOwner;
+    try {
+      const request = parseUploadRequest(upload.metadata);
+      const size = upload.size ?? upload.offset;
+      const staged: StagedFile = { path: this.store.bytesPath(upload.id), size, sha256: await this.store.digest(upload.id, size) };
+      if (request.sha256 !== undefined && request.sha256 !== staged.sha256) {
+        throw invalid('the received bytes do not match sha256', { field: 'sha256' });
+      }
+      if (request.fileId !== undefined) {
+        if (!this.files.replaceContent) throw new AppError('INTERNAL', 'content replacement is not available');
+        return await this.files.replaceContent({
+          userId: owner.userId,
+          deviceId: owner.deviceId,
+          fileId: request.fileId,
+          staged,
+          declaredType: request.declaredType,
+          ...preconditionsOf(upload.metadata),
+          expectedSha256: request.sha256,
+        });
+      }
+      const fields: UploadInput['fields'] = { name: request.name };
+      if (request.id !== undefined) fields.id = request.id;
+      if (request.folderId !== null) fields.folderId = request.folderId;
+      return await this.files.upload({
+        userId: owner.userId,
+        deviceId: owner.deviceId,
+        staged,
+        declaredName: request.name,
+        declaredType: request.declaredType,
+        fields,
+      });
+    } finally {
+      await this.store.remove(upload.id);
+    }
+  }
+
+  /** The scheduled job's work, also callable from a gateway: removes expired uploads' bytes. */
+  deleteExpired(): Promise<number> {
+    return this.store.deleteExpired();
+  }
+}
