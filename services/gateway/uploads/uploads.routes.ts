@@ -1,6 +1,6 @@
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Server } from '@tus/server';
-import { notFound } from '../../../shared/errors';
+import { invalid, notFound } from '../../../shared/errors';
 
 /**
  * /v1/uploads speaks tus 1.0.0 through @tus/server. Every request but the CORS/tus preflight
@@ -21,7 +21,11 @@ export function uploadRoutes(tus: Server, authenticated: RequestHandler): Router
     const method = methodOf(req);
     if (method === 'OPTIONS') return next();
     if (!allowed.includes(method)) return next(notFound('no such route'));
-    return authenticated(req, res, next);
+    return authenticated(req, res, (err?: unknown) => {
+      // The library would take Upload-Defer-Length (501 without the extension); the contract wants the length.
+      if (!err && method === 'POST' && req.headers['upload-length'] === undefined) return next(invalid('Upload-Length is required'));
+      next(err);
+    });
   };
 
   const handle = (req: Request, res: Response, next: NextFunction) => {
