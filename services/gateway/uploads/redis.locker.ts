@@ -102,8 +102,13 @@ export class RedisLocker implements Locker {
   }
 
   async close(): Promise<void> {
-    this.redis.disconnect();
-    this.subscriber.disconnect();
+    for (const release of this.held.values()) void release();
+    // QUIT lets pending replies arrive; a connection already down is simply dropped.
+    await Promise.allSettled(
+      [this.redis, this.subscriber].map((c) =>
+        c.status === 'ready' ? c.quit() : c.status === 'end' ? Promise.resolve() : Promise.resolve(c.disconnect()),
+      ),
+    );
   }
 }
 
@@ -140,7 +145,7 @@ class RedisLock implements Lock {
         },
         (err: unknown) => this.locker.warn('could not renew an upload lock', this.id, err),
       );
-    }, Math.max(1000, Math.floor(this.locker.ttlMs / 3)));
+    }, Math.max(50, Math.floor(this.locker.ttlMs / 3)));
     this.renewal.unref();
   }
 
