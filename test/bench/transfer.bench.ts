@@ -10,7 +10,7 @@ import { figure, fmt, fmtRatio, msSince, now, summarize, type Figure, type Scena
 
 const MB = 1e6;
 
-async function writeRandomFile(file: string, bytes: number): Promise<void> {
+export async function writeRandomFile(file: string, bytes: number): Promise<void> {
   const chunk = Buffer.alloc(1024 * 1024);
   const out = createWriteStream(file);
   for (let written = 0; written < bytes; written += chunk.length) {
@@ -70,7 +70,7 @@ const server = http.createServer((req, res) => {
 server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
 `;
 
-async function startPlainServer(): Promise<{ child: ChildProcess; client: HttpClient }> {
+export async function startPlainServer(): Promise<{ child: ChildProcess; client: HttpClient }> {
   const child = spawn(process.execPath, ['-e', PLAIN_SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));

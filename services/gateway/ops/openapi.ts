@@ -4,6 +4,8 @@
  * described here without being served, so the two cannot drift apart silently.
  */
 
+import { uploadPaths } from './openapi/uploads';
+
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const response = (name: string) => ({ $ref: `#/components/responses/${name}` });
 const json = (schema: object) => ({ 'application/json': { schema } });
@@ -68,9 +70,11 @@ export const openapiDocument = {
     { name: 'users', description: 'user administration and lookup' },
     { name: 'files', description: 'files, folders and their content' },
     { name: 'sync', description: 'outbox synchronisation and the permission snapshot' },
+    { name: 'uploads', description: 'resumable uploads over tus 1.0.0' },
     { name: 'operations', description: 'health, readiness, metrics and this description' },
   ],
   paths: {
+    ...uploadPaths,
     '/v1/devices': {
       post: {
         tags: ['auth'],

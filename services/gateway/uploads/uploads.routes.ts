@@ -32,7 +32,13 @@ export function uploadRoutes(tus: Server, authenticated: RequestHandler): Router
     tus.handle(req, res).catch(next);
   };
 
-  router.all('/uploads', guard(['POST']), handle);
-  router.all('/uploads/:id', guard(['HEAD', 'PATCH', 'DELETE']), handle);
+  const collection = guard(['POST']);
+  const upload = guard(['HEAD', 'PATCH', 'DELETE']);
+  router.options('/uploads', collection, handle);
+  router.post('/uploads', collection, handle);
+  router.options('/uploads/:id', upload, handle);
+  router.head('/uploads/:id', upload, handle);
+  router.patch('/uploads/:id', upload, handle);
+  router.delete('/uploads/:id', upload, handle);
   return router;
 }
