@@ -55,7 +55,8 @@ test('the worker can be scaled: no published port, no fixed container name, no f
   const { services } = await compose();
   expect(services.worker.ports).toBeUndefined();
   expect(services.worker.container_name).toBeUndefined();
-  expect(services.worker.volumes ?? []).toEqual([]);
+  // Only the shared named upload volume (expired resumable uploads are removed by a worker job).
+  expect(services.worker.volumes ?? []).toEqual(['uploads:/var/lib/filesync/uploads']);
   expect(services.gateway.ports).toEqual(['${GATEWAY_PORT:-8080}:8080']);
 });
 
