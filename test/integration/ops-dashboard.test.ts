@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
+import { UPLOAD_EXPIRY_QUEUE } from '../../shared/queue/upload-expiry.contract';
 import { syncQueueNames } from '../../shared/queue/sync.contract';
 import { Api } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
@@ -98,13 +99,13 @@ test('a browser with a non-admin user’s Basic credentials is refused with 403'
   }
 });
 
-test('an admin’s Bearer token opens the dashboard and its queue API lists every shard queue', async () => {
+test('an admin’s Bearer token opens the dashboard and its queue API lists every shard queue and the upload expiry queue', async () => {
   const page = await admin.get('/admin/queues');
   expect(page.status).toBe(200);
   expect(page.headers.get('content-type')).toMatch(/^text\/html/);
   const api = await admin.get('/admin/queues/api/queues');
   expect(api.status).toBe(200);
-  expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual(syncQueueNames(env.config.syncShards).sort());
+  expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual([...syncQueueNames(env.config.syncShards), UPLOAD_EXPIRY_QUEUE].sort());
 });
 
 test('a non-admin’s Bearer token gets 403 on the dashboard and on its API', async () => {
