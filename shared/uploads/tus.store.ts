@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { FileStore } from '@tus/file-store';
+import { Upload } from '@tus/server';
 
 /** Resumable uploads live here, under the upload directory: same file system, so completion is a rename. */
 export const TUS_DIR = '.tus';
@@ -34,6 +35,8 @@ interface HashState {
  */
 export class TusStore extends FileStore {
   private readonly hashes = new Map<string, HashState>();
+  /** Uploads completed by their creation request, until it has answered (see `holdCompleted`). */
+  private readonly completed = new Map<string, Upload>();
 
   constructor(uploadDir: string, expiryMs: number) {
     super({ directory: tusDirectory(uploadDir), expirationPeriodInMilliseconds: expiryMs });
@@ -57,6 +60,20 @@ export class TusStore extends FileStore {
     if (this.hashes.size >= MAX_HASH_STATES) this.hashes.delete(this.hashes.keys().next().value as string);
     this.hashes.set(id, { hash, offset: newOffset });
     return newOffset;
+  }
+
+  /**
+   * After completing an upload inside its creation request (empty, or creation-with-upload), the
+   * library reads the upload once more to decide on Upload-Expires; by then its bytes have moved.
+   * Until `release` is called, reads of that upload see it finished instead of missing.
+   */
+  holdCompleted(upload: Upload): () => void {
+    this.completed.set(upload.id, new Upload({ ...upload, offset: upload.size ?? upload.offset }));
+    return () => this.completed.delete(upload.id);
+  }
+
+  override async getUpload(id: string): Promise<Upload> {
+    return this.completed.get(id) ?? super.getUpload(id);
   }
 
   /** The SHA-256 of a finished upload: from the running hash when it covers every byte, else read from disk. */

@@ -11,7 +11,7 @@ import { startUploadExpiry, type UploadExpiryWorker } from '../../services/worke
 import { Api, type ApiResponse } from '../support/client';
 import { countRows, expectError, insertFolder, listFilesUnder, sha256, waitFor } from '../support/fixtures';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
-import { CuttingProxy, TusRaw } from '../support/tus';
+import { CuttingProxy, encodeMetadata, TusRaw } from '../support/tus';
 
 const MiB = 1024 * 1024;
 const LIMIT = 24 * MiB;
@@ -197,6 +197,43 @@ describe('the rules of /v1/uploads', () => {
     expect(feed.body.items.find((c: { id: string }) => c.id === id)).toMatchObject({ type: 'file', rev: 1, sha256: sha256(data) });
     // The upload itself is over: its URL is gone.
     expectHeadError(await raw.head(location), 404);
+  });
+
+  test('an upload completed by its creation (empty, or creation-with-upload) answers 201 with the File', async () => {
+    const empty = await raw.create(0, { name: 'empty.txt' });
+    expect(empty.status).toBe(201);
+    expect(empty.body).toMatchObject({ name: 'empty.txt', size: 0, sha256: sha256('') });
+    const data = Buffer.from('all at once');
+    const withBody = await owner.api.request('POST', '/v1/uploads', {
+      body: data,
+      headers: {
+        'tus-resumable': '1.0.0',
+        'upload-length': String(data.length),
+        'upload-metadata': encodeMetadata({ name: 'at-once.txt' }),
+        'content-type': 'application/offset+octet-stream',
+      },
+    });
+    expect(withBody.status).toBe(201);
+    expect(withBody.body).toMatchObject({ name: 'at-once.txt', size: data.length, sha256: sha256(data) });
+    const stock = await new Promise<string>((resolve, reject) => {
+      const upload = new tus.Upload(Buffer.alloc(0), {
+        endpoint: `${gateway.baseUrl}/v1/uploads`,
+        headers: { Authorization: `Bearer ${owner.token}` },
+        metadata: { name: 'empty-by-client.txt' },
+        retryDelays: null,
+        onError: reject,
+        onSuccess: ({ lastResponse }) => resolve(lastResponse.getBody()),
+      });
+      upload.start();
+    });
+    expect(JSON.parse(stock)).toMatchObject({ name: 'empty-by-client.txt', size: 0 });
+    expect(await tusFiles()).toEqual([]);
+  });
+
+  test('owner keys a client puts in Upload-Metadata are ignored: the upload stays its creator’s', async () => {
+    const location = await raw.start(10, { name: 'claimed.txt', 'filesync-user': other.userId, 'filesync-device': newId() });
+    expectHeadError(await new TusRaw(other.api).head(location), 404);
+    expect((await raw.head(location)).status).toBe(200);
   });
 
   test('a name clash at completion is 409 NAME_CONFLICT, no row is added and the bytes are removed', async () => {

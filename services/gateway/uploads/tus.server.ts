@@ -98,7 +98,7 @@ export function buildTusServer({ store, locker, uploads, maxUploadBytes, logger 
       }
     },
 
-    onUploadFinish: async (_req, res, upload: Upload) => {
+    onUploadFinish: async (req, res, upload: Upload) => {
       // The library let go of the upload's lock before calling this; hold it again, so a DELETE or a
       // retried PATCH of the same upload cannot run while its bytes are being moved.
       const lock = locker.newLock(upload.id);
@@ -106,9 +106,12 @@ export function buildTusServer({ store, locker, uploads, maxUploadBytes, logger 
       try {
         await store.getUpload(upload.id);
         const record = await uploads.complete(upload);
+        if (req.method === 'POST') res.once('close', store.holdCompleted(upload));
         return {
           res,
-          status_code: 200,
+          // The PATCH that brings the last byte answers 200. An upload completed by its creation (empty,
+          // or creation-with-upload) answers 201 with its Location, which clients such as tus-js-client read.
+          status_code: req.method === 'POST' ? 201 : 200,
           headers: { 'Content-Type': 'application/json; charset=utf-8' },
           body: JSON.stringify(toFileView(record)),
         };
