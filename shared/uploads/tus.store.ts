@@ -2,7 +2,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { createReadStream, promises as fs } from 'node:fs';
 import type http from 'node:http';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { FileStore } from '@tus/file-store';
 import { Upload } from '@tus/server';
@@ -48,15 +48,11 @@ export class TusStore extends FileStore {
     this.hashes.delete(id);
     const hash = offset === 0 ? createHash('sha256') : state?.offset === offset ? state.hash : undefined;
     if (!hash) return super.write(readable, id, offset);
-    const tap = new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        hash.update(chunk);
-        done(null, chunk);
-      },
-    });
-    readable.on('error', (err) => tap.destroy(err));
-    // FileStore.write resolves with the new offset once every byte that went through `tap` is on disk.
-    const newOffset = await super.write(readable.pipe(tap), id, offset);
+    // An observer rather than a stage of the pipeline: every chunk the stream emits is the chunk
+    // FileStore writes, and nothing is added to the path of the bytes.
+    readable.on('data', (chunk: Buffer) => hash.update(chunk));
+    // FileStore.write resolves with the new offset once every emitted byte is on disk.
+    const newOffset = await super.write(readable, id, offset);
     if (this.hashes.size >= MAX_HASH_STATES) this.hashes.delete(this.hashes.keys().next().value as string);
     this.hashes.set(id, { hash, offset: newOffset });
     return newOffset;

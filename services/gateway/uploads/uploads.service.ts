@@ -54,8 +54,9 @@ export class UploadsService {
   }
 
   /** The upload's owner when it is the caller's; NOT_FOUND for anything else, which hides whether it exists. */
-  async requireOwn(userId: string, id: string): Promise<Upload> {
-    const upload = await this.store.getUpload(id).catch(() => undefined);
+  async requireOwn(userId: string, id: string): Promise<Pick<Upload, 'metadata' | 'creation_date'>> {
+    // The info file alone says who owns it; the handler reads the upload itself under its lock.
+    const upload = await this.store.configstore.get(id).catch(() => undefined);
     const owner = upload && ownerOf(upload.metadata);
     if (!upload || owner?.userId !== userId) throw notFound('no such upload');
     return upload;
