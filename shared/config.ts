@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import { isIP } from 'node:net';
 import path from 'node:path';
 
 /** Everything the services read from the environment, validated once at start-up. */
@@ -15,6 +16,10 @@ export interface Config {
   readonly jwtSecret: string | undefined;
   readonly admin: { readonly username: string; readonly password: string; readonly email: string | null } | undefined;
   readonly loginRateLimit: number;
+  readonly loginAddressRateLimit: number;
+  readonly registerRateLimit: number;
+  /** Express's `trust proxy` value: false (the socket's address), a hop count, or trusted addresses. */
+  readonly trustProxy: false | number | string[];
   readonly loginConcurrency: number;
   readonly loginQueueTimeoutMs: number;
   readonly syncTimeoutMs: number;
@@ -25,6 +30,8 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   readonly feedMaxHeld: number;
   readonly feedMaxHeldPerUser: number;
+  /** Days a deleted resource stays restorable; fractional values allowed (tests use seconds). */
+  readonly trashRetentionDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -44,6 +51,9 @@ const schema = Joi.object({
   ADMIN_PASSWORD: Joi.string().min(8).max(1024),
   ADMIN_EMAIL: Joi.string().email({ tlds: false }).max(254),
   LOGIN_RATE_LIMIT: Joi.number().integer().min(0).default(20),
+  LOGIN_ADDRESS_RATE_LIMIT: Joi.number().integer().min(0).default(60),
+  REGISTER_RATE_LIMIT: Joi.number().integer().min(0).default(30),
+  TRUST_PROXY: Joi.string().custom(parseTrustProxy).default(false),
   LOGIN_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
   LOGIN_QUEUE_TIMEOUT_MS: Joi.number().integer().min(0).default(10000),
   SYNC_TIMEOUT_MS: Joi.number().integer().min(1).default(30000),
@@ -54,9 +64,36 @@ const schema = Joi.object({
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).default(30000),
   FEED_MAX_HELD: Joi.number().integer().min(1).default(10000),
   FEED_MAX_HELD_PER_USER: Joi.number().integer().min(1).default(50),
+  TRASH_RETENTION_DAYS: Joi.number().positive().max(36500).default(30),
 })
   .and('ADMIN_USERNAME', 'ADMIN_PASSWORD')
   .unknown(true);
+
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * TRUST_PROXY: `false` (default, the client address is the socket's), a number of proxy hops, or a
+ * comma-separated list of trusted proxy addresses, subnets (CIDR) or the names loopback, linklocal,
+ * uniquelocal. `true` is refused: it would trust any X-Forwarded-For, so anyone could pick the
+ * address the rate limits count.
+ */
+function parseTrustProxy(raw: string): false | number | string[] {
+  const text = raw.trim();
+  if (text === 'false') return false;
+  if (/^\d{1,2}$/.test(text)) return Number(text) === 0 ? false : Number(text);
+  const entries = text.split(',').map((e) => e.trim());
+  for (const entry of entries) {
+    if (PROXY_NAMES.includes(entry)) continue;
+    const [address, bits, ...rest] = entry.split('/');
+    const family = isIP(address ?? '');
+    const maxBits = family === 6 ? 128 : 32;
+    const bitsOk = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits);
+    if (family === 0 || !bitsOk || rest.length > 0) {
+      throw new Error(`TRUST_PROXY must be false, a hop count, or addresses/subnets (or ${PROXY_NAMES.join(', ')}), comma-separated; not "${entry}"`);
+    }
+  }
+  return entries;
+}
 
 /** Every environment variable the services read; deployment files and .env.example are checked against it. */
 export const CONFIG_VARIABLES: readonly string[] = Object.freeze(Object.keys(schema.describe().keys ?? {}));
@@ -92,6 +129,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ? Object.freeze({ username: value.ADMIN_USERNAME, password: value.ADMIN_PASSWORD, email: value.ADMIN_EMAIL ?? null })
       : undefined,
     loginRateLimit: value.LOGIN_RATE_LIMIT,
+    loginAddressRateLimit: value.LOGIN_ADDRESS_RATE_LIMIT,
+    registerRateLimit: value.REGISTER_RATE_LIMIT,
+    trustProxy: value.TRUST_PROXY,
     loginConcurrency: value.LOGIN_CONCURRENCY,
     loginQueueTimeoutMs: value.LOGIN_QUEUE_TIMEOUT_MS,
     syncTimeoutMs: value.SYNC_TIMEOUT_MS,
@@ -102,5 +142,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
     feedMaxHeld: value.FEED_MAX_HELD,
     feedMaxHeldPerUser: value.FEED_MAX_HELD_PER_USER,
+    trashRetentionDays: value.TRASH_RETENTION_DAYS,
   });
 }

@@ -31,3 +31,30 @@ export function readInt64(value: unknown): string | undefined {
   const n = BigInt(text);
   return n >= INT64_MIN && n <= INT64_MAX ? n.toString() : undefined;
 }
+
+/** Deepest nesting of arrays and objects a request body may have; real bodies here need a handful. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Whether JSON text nests arrays or objects deeper than `max`, found by one pass over the text (brackets
+ * inside strings do not count), before any parser recurses into it. Malformed text is left to the parser.
+ */
+export function jsonTooDeep(text: string | Buffer, max = MAX_JSON_DEPTH): boolean {
+  const s = typeof text === 'string' ? text : text.toString('latin1');
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}

@@ -1,3 +1,4 @@
+import type { Queue } from 'bullmq';
 import express, { type Express, type RequestHandler } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../../shared/config';
@@ -6,7 +7,9 @@ import { ChangeRepository } from '../../shared/db/change.repository';
 import { DeviceRepository } from '../../shared/db/device.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ResourceRepository } from '../../shared/db/resource.repository';
+import { TrashRepository } from '../../shared/db/trash.repository';
 import { UserRepository } from '../../shared/db/user.repository';
+import { TrashPurger } from '../../shared/lifecycle/trash.purger';
 import { newId } from '../../shared/ids';
 import type { Logger } from '../../shared/logger';
 import { requireUser } from './auth/auth.middleware';
@@ -14,16 +17,19 @@ import { authRoutes } from './auth/auth.routes';
 import { AuthService } from './auth/auth.service';
 import { ConcurrencyLimiter } from './auth/limiter';
 import { PasswordHasher } from './auth/password.hasher';
+import { clientAddress, clientAndUsername, FailureLimit, RateLimits } from './auth/rate.limits';
 import { TokenService } from './auth/token.service';
 import type { ChangeHub } from './changes/change.hub';
 import { changeRoutes } from './changes/changes.routes';
 import { ChangesService } from './changes/changes.service';
 import { CursorCodec } from './changes/feed.cursor';
+import { contentRoutes } from './content/content.routes';
+import { ContentService } from './content/content.service';
 import { deviceRoutes } from './devices/devices.routes';
 import { fileRoutes } from './files/files.routes';
 import { FilesService } from './files/files.service';
 import { StagingStorage } from './files/upload.storage';
-import { errorHandler, notFoundHandler } from './http/errors.middleware';
+import { errorHandler, notFoundHandler, refuseDeepJson } from './http/errors.middleware';
 import { AdminGate } from './ops/dashboard.auth';
 import { dashboardRoutes } from './ops/dashboard.routes';
 import { docsRoutes } from './ops/docs.routes';
@@ -31,8 +37,10 @@ import { GatewayMetrics, recordMountPath } from './ops/gateway.metrics';
 import { healthRoutes } from './ops/health.routes';
 import { metricsRoutes } from './ops/metrics.routes';
 import { syncRoutes } from './sync/sync.routes';
-import { createUploads, type UploadsModule } from './uploads/uploads.module';
 import type { SyncClient } from './sync/sync.client';
+import { trashRoutes } from './trash/trash.routes';
+import { TrashService } from './trash/trash.service';
+import { createUploads, type UploadsModule } from './uploads/uploads.module';
 import { userRoutes } from './users/users.routes';
 
 export interface GatewayDeps {
@@ -42,6 +50,8 @@ export interface GatewayDeps {
   sync: SyncClient;
   changes: ChangeHub;
   logger: Logger;
+  /** Queues shown on the dashboard besides the sync shards (the maintenance queue). */
+  opsQueues?: Queue[];
 }
 
 export interface Gateway {
@@ -49,10 +59,16 @@ export interface Gateway {
   hasher: PasswordHasher;
   storage: StagingStorage;
   metrics: GatewayMetrics;
+  /** Resumable uploads; `ready()` once their lock's Redis subscription is up. */
   uploads: UploadsModule;
+  /** Closes what buildGateway opened itself (the Redis connections of the rate limits and the upload lock). */
+  close(): Promise<void>;
 }
 
-/** Wires the gateway's routes; starts nothing, so tests can bind it to an ephemeral port. */
+/**
+ * Wires the gateway's routes; binds no port, so tests can bind it to an ephemeral one. It opens one
+ * Redis connection, for the rate limits; `close()` ends it.
+ */
 export function buildGateway(deps: GatewayDeps): Gateway {
   const { config, db, sync, logger } = deps;
   const users = new UserRepository(db);
@@ -64,16 +80,31 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const storage = new StagingStorage(config.uploadDir);
   const owners = new OwnerTransactions(db, deps.changes);
   const files = new FilesService(owners, resources, config.uploadDir);
+  const trashRepo = new TrashRepository(db);
+  const trash = new TrashService(owners, trashRepo, new TrashPurger(owners, trashRepo, config.uploadDir, logger));
+  const content = new ContentService(owners, resources, config.uploadDir, logger);
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const authenticated = requireUser(tokens, users);
   const metrics = new GatewayMetrics(sync.queues);
-  const uploads = createUploads({ config, files, resources, authenticated, logger });
+  const uploads = createUploads({ config, files, content, resources, authenticated, logger });
+  const limits = new RateLimits(config.redisUrl, config.queuePrefix, logger);
+  const basicFailures = new FailureLimit(limits.store('admin-basic'), config.loginRateLimit, (err) =>
+    logger.warn({ reason: err instanceof Error ? err.message : String(err) }, 'dashboard failure limit: Redis unavailable, not counted'),
+  );
   // A verified Basic login is trusted for a minute: the dashboard sends it with every asset and poll.
-  const adminGate = new AdminGate(users, tokens, hasher, { cacheTtlMs: 60_000, failuresPerMinute: config.loginRateLimit });
+  const adminGate = new AdminGate(users, tokens, hasher, { cacheTtlMs: 60_000, failures: basicFailures });
+  // The address limit comes first, so rotating usernames from one address cannot dodge it.
+  const loginLimits = [
+    limits.limit('login-address', config.loginAddressRateLimit, clientAddress, 'too many sign-in attempts from this address, retry later'),
+    limits.limit('login', config.loginRateLimit, clientAndUsername, 'too many sign-in attempts, retry later'),
+  ];
+  const registerLimit = limits.limit('register', config.registerRateLimit, clientAddress, 'too many device registrations from this address, retry later');
 
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // Which X-Forwarded-For hops to believe for req.ip (the address the rate limits count); none by default.
+  app.set('trust proxy', config.trustProxy);
   app.use(metrics.http());
   app.use(
     pinoHttp({
@@ -85,6 +116,13 @@ export function buildGateway(deps: GatewayDeps): Gateway {
         return id;
       },
       autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics' },
+      // pino-http adds a made-up Error (with a stack) to every 5xx line; a 503 is a planned answer,
+      // already logged at warn by the error handler, so its line carries no error object.
+      customErrorObject: (_req, res, _err, value: Record<string, unknown>) => {
+        if (res.statusCode !== 503) return value;
+        const { err: _dropped, ...rest } = value;
+        return rest;
+      },
       serializers: {
         req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
@@ -95,7 +133,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.use(healthRoutes(db, sync));
   app.use(metricsRoutes(metrics.registry));
   app.use(docsRoutes());
-  app.use(dashboardRoutes([...sync.queues, ...uploads.queues], adminGate.middleware()));
+  app.use(dashboardRoutes([...sync.queues, ...(deps.opsQueues ?? [])], adminGate.middleware()));
 
   const v1 = express.Router();
   v1.use(recordMountPath);
@@ -106,14 +144,26 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(changeRoutes(feed, authenticated));
   // tus bodies are raw bytes, streamed by the library; no body parser may touch them.
   v1.use(uploads.router);
-  v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'] }));
-  v1.use(deviceRoutes(devices));
-  v1.use(authRoutes(auth, config.loginRateLimit, authenticated));
+  // Raw content bodies of any type, so also ahead of the JSON parser.
+  v1.use(contentRoutes(content, storage, config.maxUploadBytes, authenticated));
+  v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
+  v1.use(deviceRoutes(devices, registerLimit));
+  v1.use(authRoutes(auth, loginLimits, authenticated));
   v1.use(userRoutes(users, hasher, authenticated));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
+  v1.use(trashRoutes(trash, authenticated));
   app.use('/v1', v1);
 
   app.use(notFoundHandler);
   app.use(errorHandler);
-  return { app, hasher, storage, metrics, uploads };
+  return {
+    app,
+    hasher,
+    storage,
+    metrics,
+    uploads,
+    close: async () => {
+      await Promise.all([limits.close(), uploads.close()]);
+    },
+  };
 }

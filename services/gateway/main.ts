@@ -1,13 +1,14 @@
-import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from '../../shared/config';
 import { createDb } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
+import { openMaintenanceQueue } from '../../shared/queue/maintenance.contract';
 import { buildGateway } from './app';
 import { ensureInitialAdmin, resolveJwtSecret, StartupError } from './bootstrap';
 import { GracefulServer } from './http/graceful.server';
 import { ChangeHub } from './changes/change.hub';
+import { createHttpServer, listen } from './http/http.server';
 import { SyncClient } from './sync/sync.client';
 
 async function main(): Promise<void> {
@@ -26,14 +27,17 @@ async function main(): Promise<void> {
     { maxHeld: config.feedMaxHeld, maxPerUser: config.feedMaxHeldPerUser },
     logger,
   );
-  const { app, hasher, storage, uploads } = buildGateway({ config, jwtSecret, db, sync, changes, logger });
+  const maintenance = openMaintenanceQueue(config.redisUrl, config.queuePrefix);
+  const gateway = buildGateway({ config, jwtSecret, db, sync, changes, logger, opsQueues: [maintenance] });
+  const { hasher, storage } = gateway;
   if ((await ensureInitialAdmin(config, db, hasher)) === 'created') logger.info('initial administrator created');
-  await Promise.all([hasher.warmUp(), sync.ready(), changes.ready(), uploads.ready(), storage.sweep(24 * 3600 * 1000)]);
+  await Promise.all([hasher.warmUp(), sync.ready(), changes.ready(), gateway.uploads.ready(), storage.sweep(24 * 3600 * 1000)]);
 
   // The bound port, not the configured one: with PORT=0 (tests, side-by-side runs) the OS picks it.
-  const server: Server = app.listen(config.port, () => logger.info({ port: (server.address() as AddressInfo).port }, 'gateway listening'));
-  server.keepAliveTimeout = 65_000;
+  const server = createHttpServer(gateway.app);
   const graceful = new GracefulServer(server);
+  await listen(server, config.port);
+  logger.info({ port: (server.address() as AddressInfo).port }, 'gateway listening');
 
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -44,7 +48,10 @@ async function main(): Promise<void> {
     void changes.close();
     void graceful.close(config.shutdownTimeoutMs).then(async (outcome) => {
       if (outcome === 'forced') logger.warn('requests were still in flight at the shutdown deadline; they were cut');
-      await Promise.allSettled([sync.close(), uploads.close(), db.destroy()]);
+      // Uploads cut by the deadline may still be writing their staging files; none may stay behind.
+      const stopped = await storage.removeInFlight();
+      if (stopped > 0) logger.info({ uploads: stopped }, 'removed the staging files of uploads that did not finish');
+      await Promise.allSettled([sync.close(), maintenance.close(), db.destroy(), gateway.close()]);
       logger.info('gateway stopped');
       process.exit(0);
     });

@@ -2,9 +2,9 @@ import { ConfigError, loadConfig } from '../../shared/config';
 import { createDb } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
+import { startMaintenance } from './maintenance.workers';
 import { startOpsServer } from './ops.server';
 import { startSyncWorkers } from './sync.workers';
-import { startUploadExpiry } from './upload-expiry.worker';
 import { WorkerMetrics } from './worker.metrics';
 
 async function main(): Promise<void> {
@@ -13,7 +13,7 @@ async function main(): Promise<void> {
   await migrateToLatest(config.databaseUrl);
   const db = createDb(config.databaseUrl, { max: Math.min(config.syncShards, 20) });
   const sync = await startSyncWorkers(config, db, logger);
-  const uploadExpiry = await startUploadExpiry(config, logger);
+  const maintenance = await startMaintenance(config, db, logger);
   const metrics = new WorkerMetrics();
   metrics.observe(sync.workers);
   const ops = await startOpsServer(config.workerPort, db, sync.workers, logger, metrics.registry);
@@ -25,7 +25,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'worker stopping: finishing the batch in progress');
     // close() waits for the active job, so a batch in progress completes and reports its result.
-    await Promise.allSettled([sync.close(), uploadExpiry.close()]);
+    await Promise.all([sync.close(), maintenance.close()]);
     await Promise.allSettled([db.destroy(), ops?.close()]);
     logger.info('worker stopped');
     process.exit(0);

@@ -18,7 +18,9 @@ export class RedisChangeNotifier implements ChangeNotifier {
   private readonly channel: string;
 
   constructor(redisUrl: string, prefix: string, private readonly logger: Logger) {
-    this.redis = new IORedis(redisOptions(redisUrl, 'producer'));
+    // Unlike a queue producer, a notification may wait for the connection: during start-up or a short
+    // reconnect it is queued rather than lost (and dropped after one retry while Redis stays away).
+    this.redis = new IORedis({ ...redisOptions(redisUrl, 'producer'), enableOfflineQueue: true });
     this.redis.on('error', (err) => logger.debug({ err: err.message }, 'redis change publisher connection error'));
     this.channel = changeChannel(prefix);
   }

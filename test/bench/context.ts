@@ -9,6 +9,7 @@ export interface Profile {
   transfer: { sizes: Array<{ label: string; bytes: number; reps: number }> };
   login: { durationMs: number; burst: number };
   snapshot: { changed: number; reps: number };
+  changes: { changes: number; held: number; users: number; rounds: number };
 }
 
 export const PROFILES: Record<Profile['name'], Profile> = {
@@ -24,6 +25,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
     },
     login: { durationMs: 5000, burst: 100 },
     snapshot: { changed: 10_000, reps: 20 },
+    changes: { changes: 10_000, held: 1000, users: 10, rounds: 20 },
   },
   quick: {
     name: 'quick',
@@ -37,6 +39,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
     },
     login: { durationMs: 1500, burst: 30 },
     snapshot: { changed: 2_000, reps: 5 },
+    changes: { changes: 2_000, held: 200, users: 4, rounds: 8 },
   },
 };
 

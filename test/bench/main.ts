@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login] [-- --cpu-prof]`
+ * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes] [-- --cpu-prof]`
  *
  * Starts the built gateway and worker as real processes on a database, upload directory and queue
  * prefix of their own, measures each scenario through the HTTP API next to its ceiling measured in
@@ -21,6 +21,7 @@ import { ADMIN, BenchStack, LOGIN_CONCURRENCY, REDIS_URL, SYNC_SHARDS, SYNC_TIME
 import { renderReport, type ScenarioReport } from './stats';
 import { runSync } from './sync.bench';
 import { runTransfer } from './transfer.bench';
+import { runChanges } from './changes.bench';
 import { runTus } from './tus.bench';
 
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> = {
@@ -30,6 +31,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> 
   transfer: runTransfer,
   tus: runTus,
   login: runLogin,
+  changes: runChanges,
 };
 
 interface Args {
@@ -47,7 +49,7 @@ function parseArgs(argv: string[]): Args {
     else if (arg.startsWith('--only=')) args.only = arg.slice('--only='.length).split(',').filter(Boolean);
     else if (arg.startsWith('--out=')) args.outDir = path.resolve(arg.slice('--out='.length));
     else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login] [--cpu-prof] [--out=dir]');
+      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes] [--cpu-prof] [--out=dir]');
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}`);
   }
@@ -82,7 +84,7 @@ async function machine(stack: BenchStack): Promise<Record<string, unknown>> {
     redis: /redis_version:(\S+)/.exec(info)?.[1],
     disk,
     loadAverageAtStart: os.loadavg().map((l) => Math.round(l * 100) / 100),
-    serviceSettings: { SYNC_SHARDS, LOGIN_CONCURRENCY, SYNC_TIMEOUT_MS, LOG_LEVEL: 'warn', LOGIN_RATE_LIMIT: 0 },
+    serviceSettings: { SYNC_SHARDS, LOGIN_CONCURRENCY, SYNC_TIMEOUT_MS, LOG_LEVEL: 'warn', LOGIN_RATE_LIMIT: 0, LOGIN_ADDRESS_RATE_LIMIT: 0, REGISTER_RATE_LIMIT: 0 },
   };
 }
 

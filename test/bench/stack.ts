@@ -41,7 +41,7 @@ interface Child {
 }
 
 /** The service's own settings: taken from the bench, never from the shell it was started in. */
-const SERVICE_SETTING = /^(DATABASE_URL|REDIS_URL|PORT|WORKER_PORT|DATA_DIR|UPLOAD_DIR|MAX_UPLOAD_BYTES|JWT_SECRET|ADMIN_\w+|LOGIN_\w+|SYNC_\w+|QUEUE_PREFIX|LOG_LEVEL|SHUTDOWN_TIMEOUT_MS)$/;
+const SERVICE_SETTING = /^(DATABASE_URL|REDIS_URL|PORT|WORKER_PORT|DATA_DIR|UPLOAD_DIR|MAX_UPLOAD_BYTES|JWT_SECRET|ADMIN_\w+|LOGIN_\w+|SYNC_\w+|FEED_\w+|QUEUE_PREFIX|LOG_LEVEL|SHUTDOWN_TIMEOUT_MS)$/;
 
 function inheritedEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([key]) => !SERVICE_SETTING.test(key)));
@@ -99,9 +99,13 @@ export class BenchStack {
       WORKER_PORT: '0',
       LOG_LEVEL: 'warn',
       LOGIN_RATE_LIMIT: '0',
+      LOGIN_ADDRESS_RATE_LIMIT: '0',
+      REGISTER_RATE_LIMIT: '0',
       SYNC_SHARDS: String(SYNC_SHARDS),
       LOGIN_CONCURRENCY: String(LOGIN_CONCURRENCY),
       SYNC_TIMEOUT_MS: String(SYNC_TIMEOUT_MS),
+      // The long-poll bench holds hundreds of requests of one user.
+      FEED_MAX_HELD_PER_USER: '1000',
       ...(this.options.env ?? {}),
     };
   }

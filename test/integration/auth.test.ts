@@ -288,6 +288,28 @@ describe('token verification', () => {
     expectError(await withBearer(craft.hs256(noExp)), 401, 'UNAUTHORIZED');
   });
 
+  test('a token whose exp is more than 7 days after its iat gives 401 UNAUTHORIZED, though signed with the right secret', async () => {
+    expectError(await withBearer(craft.hs256(claimsOf({ exp: nowSeconds() + 7 * 24 * 3600 + 60 }))), 401, 'UNAUTHORIZED');
+    expectError(await withBearer(craft.hs256(claimsOf({ exp: nowSeconds() + 5 * 365 * 24 * 3600 }))), 401, 'UNAUTHORIZED');
+  });
+
+  test('a token without iat, or with an iat in the future, gives 401 UNAUTHORIZED', async () => {
+    const { iat: _iat, ...noIat } = claimsOf();
+    expectError(await withBearer(craft.hs256WithoutIat(noIat)), 401, 'UNAUTHORIZED');
+    const later = nowSeconds() + 365 * 24 * 3600;
+    expectError(await withBearer(craft.hs256(claimsOf({ iat: later, exp: later + 3600 }))), 401, 'UNAUTHORIZED');
+  });
+
+  test('a token with exactly the 7-day lifetime (as issued) is accepted', async () => {
+    expect((await withBearer(craft.hs256(claimsOf({ exp: nowSeconds() + 7 * 24 * 3600 })))).status).toBe(200);
+  });
+
+  test.each([['bearer'], ['BEARER'], ['BeArEr']])('the scheme is case-insensitive (RFC 9110): "%s <token>" is accepted', async (scheme) => {
+    const res = await anon.get('/v1/files', { authorization: `${scheme} ${user.token}` });
+
+    expect(res.status).toBe(200);
+  });
+
   test('a token for a user id that does not exist gives 401 UNAUTHORIZED', async () => {
     expectError(await withBearer(craft.hs256(claimsOf({ sub: newId() }))), 401, 'UNAUTHORIZED');
   });

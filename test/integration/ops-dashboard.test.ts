@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
-import { UPLOAD_EXPIRY_QUEUE } from '../../shared/queue/upload-expiry.contract';
+import { MAINTENANCE_QUEUE } from '../../shared/queue/maintenance.contract';
 import { syncQueueNames } from '../../shared/queue/sync.contract';
 import { Api } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
@@ -52,6 +52,12 @@ function expectErrorShape(res: { status: number; body: any; headers: Headers }, 
 
 test('an admin opening /admin/queues in a browser with Basic credentials sees every sync queue', async () => {
   const context = await browser.newContext({ httpCredentials: ADMIN });
+  const requested: string[] = [];
+  // Nothing may leave this host (fonts included): on a closed network it would only stall the page.
+  await context.route('**/*', (route) => {
+    requested.push(route.request().url());
+    return new URL(route.request().url()).hostname === '127.0.0.1' ? route.continue() : route.abort();
+  });
   try {
     const page = await context.newPage();
     const response = await page.goto(`${gateway.baseUrl}/admin/queues`);
@@ -59,6 +65,9 @@ test('an admin opening /admin/queues in a browser with Basic credentials sees ev
     for (const name of syncQueueNames(env.config.syncShards)) {
       await page.getByText(name, { exact: true }).first().waitFor({ timeout: 15000 });
     }
+    await page.waitForLoadState('networkidle');
+    expect(requested.length).toBeGreaterThan(1);
+    expect(requested.filter((url) => new URL(url).hostname !== '127.0.0.1')).toEqual([]);
   } finally {
     await context.close();
   }
@@ -99,13 +108,25 @@ test('a browser with a non-admin user’s Basic credentials is refused with 403'
   }
 });
 
-test('an admin’s Bearer token opens the dashboard and its queue API lists every shard queue and the upload expiry queue', async () => {
+test('an admin’s Bearer token opens the dashboard and its queue API lists every shard queue', async () => {
   const page = await admin.get('/admin/queues');
   expect(page.status).toBe(200);
   expect(page.headers.get('content-type')).toMatch(/^text\/html/);
   const api = await admin.get('/admin/queues/api/queues');
   expect(api.status).toBe(200);
-  expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual([...syncQueueNames(env.config.syncShards), UPLOAD_EXPIRY_QUEUE].sort());
+  expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual([...syncQueueNames(env.config.syncShards), MAINTENANCE_QUEUE].sort());
+});
+
+test('the page names no outside host and carries a same-origin Content-Security-Policy', async () => {
+  const page = await admin.get('/admin/queues');
+  expect(page.text).not.toMatch(/(?:src|href)\s*=\s*["']?(?:https?:)?\/\//i);
+  expect(page.headers.get('content-security-policy')).toMatch(/default-src 'self'/);
+});
+
+test('the dashboard accepts the Bearer scheme in any case (RFC 9110)', async () => {
+  const { token } = await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password);
+  const res = await new Api(gateway.baseUrl).get('/admin/queues/api/queues', { authorization: `bearer ${token}` });
+  expect(res.status).toBe(200);
 });
 
 test('a non-admin’s Bearer token gets 403 on the dashboard and on its API', async () => {

@@ -68,3 +68,23 @@ test('a login, a password change, a sync batch and a dashboard visit leave no pa
   expect(gatewayLines.some((l) => (l.req as { id?: string } | undefined)?.id === requestId)).toBe(true);
   expect(workerLines.find((l) => l.requestId === requestId)).toEqual(expect.objectContaining({ msg: 'sync batch applied', applied: 1 }));
 });
+
+test('a sign-in shed with 503 under load is logged at warn without a stack trace, never at error', async () => {
+  const shedding = await spawnGateway(env, { LOGIN_CONCURRENCY: '1', LOGIN_QUEUE_TIMEOUT_MS: '0' });
+  try {
+    const anon = new Api(shedding.baseUrl);
+    const deviceId = await anon.registerDevice('shed');
+    const burst = await Promise.all(
+      Array.from({ length: 20 }, () => anon.post('/v1/auth/login', { username: ADMIN.username, password: ADMIN.password, deviceId })),
+    );
+    expect(burst.filter((r) => r.status === 503).length).toBeGreaterThan(0);
+  } finally {
+    await stopProcess(shedding);
+  }
+  const lines = logLines(shedding.output());
+  expect(lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+  const shed = lines.filter((l) => l.msg === 'request shed');
+  expect(shed.length).toBeGreaterThan(0);
+  expect(shed.every((l) => l.level === 40)).toBe(true);
+  expect(shedding.output()).not.toMatch(/"stack"/);
+});

@@ -27,7 +27,7 @@ beforeAll(async () => {
   gateway = await startGateway(env);
   const second = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes: gateway.changes, logger: createLogger('gateway', 'silent') });
   app = second.app;
-  closeSecond = () => second.uploads.close();
+  closeSecond = () => second.close();
 });
 
 afterAll(async () => {

@@ -78,6 +78,34 @@ test('an upload in flight when the gateway gets SIGTERM completes with 201, new 
   expect(Number(row.size_bytes)).toBe(4 * chunk.length);
 });
 
+test('an upload still in flight when the shutdown deadline cuts it leaves no staging file behind', async () => {
+  const gateway = await spawnGateway(env, { SHUTDOWN_TIMEOUT_MS: '500' });
+  gateways.push(gateway);
+  const { token } = await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password);
+  const staging = path.join(env.uploadDir, STAGING_DIR);
+  const before = existsSync(staging) ? await fs.readdir(staging) : [];
+
+  const boundary = `----filesync${newId()}`;
+  const req = http.request(`${gateway.baseUrl}/v1/files`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+  });
+  req.on('error', () => undefined);
+  req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="never-finished.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  req.write(Buffer.alloc(256 * 1024, 3));
+  const staged = async () => (await fs.readdir(staging).catch(() => [] as string[])).filter((f) => f.endsWith('.part') && !before.includes(f));
+  await until(async () => (await staged()).length > 0, 'the staged upload');
+
+  // The client stalls: the upload is still in flight at the deadline and is cut.
+  gateway.child.kill('SIGTERM');
+  expect(await gateway.exited).toBe(0);
+  req.destroy();
+
+  expect(await staged()).toEqual([]);
+  expect(gateway.output()).toContain('removed the staging files of uploads that did not finish');
+  expect(await env.db('resources').where({ name: 'never-finished.bin' }).first()).toBeUndefined();
+});
+
 test('a worker stopped while it applies a batch of 1000 creates finishes it, the result arrives, and it exits 0', async () => {
   inProcess = await startGateway(env);
   const worker = await spawnWorker(env);

@@ -6,8 +6,8 @@ import * as tus from 'tus-js-client';
 import { newId } from '../../shared/ids';
 import { createLogger } from '../../shared/logger';
 import { redisOptions } from '../../shared/queue/sync.contract';
-import { UPLOAD_EXPIRY_QUEUE, UPLOAD_EXPIRY_SCHEDULER_ID } from '../../shared/queue/upload-expiry.contract';
-import { startUploadExpiry, type UploadExpiryWorker } from '../../services/worker/upload-expiry.worker';
+import { EXPIRE_UPLOADS_JOB, MAINTENANCE_QUEUE } from '../../shared/queue/maintenance.contract';
+import { startMaintenance, type MaintenanceWorkers } from '../../services/worker/maintenance.workers';
 import { Api, type ApiResponse } from '../support/client';
 import { countRows, expectError, insertFolder, listFilesUnder, sha256, waitFor } from '../support/fixtures';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
@@ -287,6 +287,45 @@ describe('the rules of /v1/uploads', () => {
     await raw.delete(location);
   });
 
+  test('with fileId the last PATCH replaces that file’s content, as PUT /files/:id/content does: rev + 1, new bytes served, old ones gone', async () => {
+    const created = await owner.api.upload({}, { name: 'notes.txt', content: 'old content', type: 'text/plain' });
+    expect(created.status).toBe(201);
+    const oldKey = (await env.db('resources').where({ id: created.body.id }).first()).storage_key as string;
+    const data = Buffer.from('new content, resumably');
+    const location = await raw.start(data.length, { name: 'notes.txt', fileId: created.body.id, sha256: sha256(data) });
+    await raw.patch(location, 0, data.subarray(0, 5));
+    const done = await raw.patch(location, 5, data.subarray(5));
+    expect(done.status).toBe(200);
+    expect(done.body).toMatchObject({ id: created.body.id, name: 'notes.txt', size: data.length, sha256: sha256(data), rev: 2 });
+    const content = await owner.api.get(`/v1/files/${created.body.id}/content`);
+    expect(content.text).toBe(data.toString());
+    await expect(fs.stat(path.join(env.uploadDir, oldKey))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await tusFiles()).toEqual([]);
+    const feed = await owner.api.get('/v1/sync/changes');
+    expect(feed.body.items.find((c: { id: string }) => c.id === created.body.id)).toMatchObject({ rev: 2, sha256: sha256(data) });
+  });
+
+  test('with fileId, If-Match given at creation is checked: 412 at creation when it already fails, 412 at completion when the content changed meanwhile', async () => {
+    const created = await owner.api.upload({}, { name: 'guarded.txt', content: 'version 1' });
+    const etag = `"${sha256('version 1')}"`;
+    expectError(await raw.create(3, { name: 'guarded.txt', fileId: created.body.id }, { 'if-match': `"${sha256('other')}"` }), 412, 'PRECONDITION_FAILED');
+    const location = new URL((await raw.create(3, { name: 'guarded.txt', fileId: created.body.id }, { 'if-match': etag })).headers.get('location')!, gateway.baseUrl).pathname;
+    const put = await owner.api.request('PUT', `/v1/files/${created.body.id}/content`, { body: 'version 2' });
+    expect(put.status).toBe(200);
+    expectError(await raw.patch(location, 0, Buffer.from('v3!')), 412, 'PRECONDITION_FAILED');
+    expect((await owner.api.get(`/v1/files/${created.body.id}/content`)).text).toBe('version 2');
+    expect(await tusFiles()).toEqual([]);
+  });
+
+  test('with fileId, a file that is gone by completion is 404 and the bytes are removed; another user’s file is 404 at creation', async () => {
+    const created = await owner.api.upload({}, { name: 'doomed.txt', content: 'x' });
+    expectError(await new TusRaw(other.api).create(3, { name: 'doomed.txt', fileId: created.body.id }), 404, 'NOT_FOUND');
+    const location = await raw.start(3, { name: 'doomed.txt', fileId: created.body.id });
+    expect((await owner.api.delete(`/v1/files/${created.body.id}`)).status).toBe(200);
+    expectError(await raw.patch(location, 0, Buffer.from('abc')), 404, 'NOT_FOUND');
+    expect(await tusFiles()).toEqual([]);
+  });
+
   test('bytes of an upload in progress survive a gateway restart, and another gateway finishes it', async () => {
     const data = randomBytes(64 * 1024);
     const location = await raw.start(data.length, { name: 'restart.bin' });
@@ -311,13 +350,13 @@ describe('the rules of /v1/uploads', () => {
 describe('expiry', () => {
   let shortEnv: TestEnv;
   let shortGateway: RunningGateway;
-  let expiry: UploadExpiryWorker;
+  let expiry: MaintenanceWorkers;
 
   beforeAll(async () => {
     // 0.001 h = 3.6 s; the sweep then runs every second.
     shortEnv = await createTestEnv({ UPLOAD_EXPIRY_HOURS: '0.001' });
     shortGateway = await startGateway(shortEnv);
-    expiry = await startUploadExpiry(shortEnv.config, createLogger('worker', 'silent'));
+    expiry = await startMaintenance(shortEnv.config, shortEnv.db, createLogger('worker', 'silent'));
   });
 
   afterAll(async () => {
@@ -342,22 +381,22 @@ describe('expiry', () => {
     expect(await waitFor(async () => (await listFilesUnder(dir)).length === 0, 20000, 200)).toBe(true);
     expect((await client.head(location)).status).toBe(404);
 
-    const queue = new Queue(UPLOAD_EXPIRY_QUEUE, { connection: redisOptions(shortEnv.config.redisUrl, 'producer'), prefix: shortEnv.config.queuePrefix });
+    const queue = new Queue(MAINTENANCE_QUEUE, { connection: redisOptions(shortEnv.config.redisUrl, 'producer'), prefix: shortEnv.config.queuePrefix });
     try {
-      expect((await queue.getJobSchedulers()).map((s) => s.key)).toContain(UPLOAD_EXPIRY_SCHEDULER_ID);
+      expect((await queue.getJobSchedulers()).map((s) => s.key)).toContain(EXPIRE_UPLOADS_JOB);
       const completed = await queue.getCompleted();
-      expect(completed.some((job) => (job.returnvalue as { removed: number }).removed === 1)).toBe(true);
+      expect(completed.some((job) => job.name === EXPIRE_UPLOADS_JOB && (job.returnvalue as { uploadsRemoved: number }).uploadsRemoved === 1)).toBe(true);
     } finally {
       await queue.close();
     }
   });
 
-  test('the dashboard lists the upload-expiry queue', async () => {
+  test('the dashboard lists the maintenance queue that runs the expiry', async () => {
     const res = await fetch(`${shortGateway.baseUrl}/admin/queues/api/queues`, {
       headers: { authorization: `Basic ${Buffer.from(`${ADMIN.username}:${ADMIN.password}`).toString('base64')}` },
     });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { queues: Array<{ name: string }> };
-    expect(body.queues.map((q) => q.name)).toContain(UPLOAD_EXPIRY_QUEUE);
+    expect(body.queues.map((q) => q.name)).toContain(MAINTENANCE_QUEUE);
   });
 });

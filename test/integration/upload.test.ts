@@ -128,6 +128,7 @@ describe('POST /v1/files', () => {
     ['trailing.', null],
     ['weird.p-d', null],
     ['long.abcdefghijklmnopq', null],
+    ['longest.ABCDEFGHIJKLMNOP', 'abcdefghijklmnop'],
   ])('a file named %j is stored with extension %j', async (name, ext) => {
     const res = await upload(name, 'x');
 
@@ -252,6 +253,45 @@ describe('POST /v1/files', () => {
       expect(second.status).toBe(201);
       expect(second.body.id).not.toBe(first.body.id);
       expect((await rowOf(first.body.id)).deleted_at).toBeInstanceOf(Date);
+    });
+  });
+
+  describe('the sha256 field (a digest of the file)', () => {
+    test('a matching sha256 is accepted, in either case, before or after the file part', async () => {
+      const content = 'digested upload';
+      const before = await rawUpload([
+        { name: 'sha256', content: sha256(content).toUpperCase() },
+        { name: 'file', filename: 'before.txt', contentType: 'text/plain', content },
+      ]);
+      const after = await rawUpload([
+        { name: 'file', filename: 'after.txt', contentType: 'text/plain', content },
+        { name: 'sha256', content: sha256(content) },
+      ]);
+
+      expect([before.status, after.status]).toEqual([201, 201]);
+      expect(after.body.sha256).toBe(sha256(content));
+    });
+
+    test.each([
+      ['does not match the bytes', sha256('other bytes')],
+      ['is not 64 hex characters', 'abc123'],
+      ['has a non-hex character', `${sha256('x').slice(0, 63)}g`],
+    ])('a sha256 that %s gives 400 INVALID_REQUEST and keeps nothing', async (_label, value) => {
+      const before = await snapshot();
+
+      const res = await upload('checked.txt', 'the real bytes', { sha256: value });
+
+      expectError(res, 400, 'INVALID_REQUEST');
+      expect(await snapshot()).toEqual(before);
+    });
+
+    test('the download answers the digest as Repr-Digest beside the ETag', async () => {
+      const res = await upload('repr.txt', 'represented');
+
+      const got = await api.get(`/v1/files/${res.body.id}/content`);
+
+      expect(got.headers.get('repr-digest')).toBe(`sha-256=:${Buffer.from(sha256('represented'), 'hex').toString('base64')}:`);
+      expect(got.headers.get('etag')).toBe(`"${sha256('represented')}"`);
     });
   });
 

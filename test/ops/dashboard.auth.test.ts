@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import IORedis from 'ioredis';
 import { UserRepository } from '../../shared/db/user.repository';
 import { AppError } from '../../shared/errors';
 import { newId } from '../../shared/ids';
@@ -6,6 +7,8 @@ import { ConcurrencyLimiter } from '../../services/gateway/auth/limiter';
 import { PasswordHasher } from '../../services/gateway/auth/password.hasher';
 import { TokenService } from '../../services/gateway/auth/token.service';
 import { AdminGate } from '../../services/gateway/ops/dashboard.auth';
+import { FailureLimit, RateLimits } from '../../services/gateway/auth/rate.limits';
+import { createLogger } from '../../shared/logger';
 import { createTestEnv, JWT_SECRET, type TestEnv } from '../support/harness';
 
 /** The dashboard's admin gate: Basic checks are cached, limited, and never skip Argon2 on a miss. */
@@ -26,7 +29,8 @@ let clock: number;
 
 const request = (authorization: string, ip = '203.0.113.7') => ({ headers: { authorization }, ip }) as unknown as Request;
 const basic = (username: string, password: string) => `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
-const gate = (failuresPerMinute = 0) => new AdminGate(users, new TokenService(JWT_SECRET), hasher, { cacheTtlMs: 60_000, failuresPerMinute, now: () => clock });
+let limits: RateLimits;
+const gate = (failures?: FailureLimit) => new AdminGate(users, new TokenService(JWT_SECRET), hasher, { cacheTtlMs: 60_000, failures, now: () => clock });
 
 async function refusal(promise: Promise<unknown>): Promise<string> {
   try {
@@ -40,6 +44,7 @@ async function refusal(promise: Promise<unknown>): Promise<string> {
 
 beforeAll(async () => {
   env = await createTestEnv();
+  limits = new RateLimits(env.config.redisUrl, env.config.queuePrefix, createLogger('gateway', 'silent'));
   users = new UserRepository(env.db);
   hasher = new CountingHasher(new ConcurrencyLimiter(2, 10_000));
   await users.insert({
@@ -53,6 +58,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await limits.close();
   await env.dropAll();
 });
 
@@ -98,22 +104,46 @@ test('wrong passwords are never cached: each one runs Argon2, unknown users too'
   expect(hasher.verifies).toBe(3);
 });
 
-test('after too many failures from one address, further attempts get RATE_LIMITED without reaching Argon2', async () => {
-  const g = gate(2);
-  expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-1'))))).toBe('UNAUTHORIZED');
-  expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-2'))))).toBe('UNAUTHORIZED');
-  expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-3'))))).toBe('RATE_LIMITED');
-  expect(await refusal(g.admit(request(basic(ADMIN.username, ADMIN.password))))).toBe('RATE_LIMITED');
+test('after too many failures from one address, further attempts get RATE_LIMITED without reaching Argon2, on every gateway', async () => {
+  // Two gates over one Redis store: two gateways sharing the count.
+  const store = limits.store('admin-basic-test');
+  const first = gate(new FailureLimit(store, 2));
+  const second = gate(new FailureLimit(store, 2));
+  expect(await refusal(first.admit(request(basic(ADMIN.username, 'wrong-1'))))).toBe('UNAUTHORIZED');
+  expect(await refusal(second.admit(request(basic(ADMIN.username, 'wrong-2'))))).toBe('UNAUTHORIZED');
+  expect(await refusal(first.admit(request(basic(ADMIN.username, 'wrong-3'))))).toBe('RATE_LIMITED');
+  expect(await refusal(second.admit(request(basic(ADMIN.username, ADMIN.password))))).toBe('RATE_LIMITED');
   expect(hasher.verifies).toBe(2);
-  // Another address is not affected, and the window ends.
-  expect(await refusal(g.admit(request(basic(ADMIN.username, ADMIN.password), '198.51.100.1')))).toBe('admitted');
-  clock += 61_000;
-  expect(await refusal(g.admit(request(basic(ADMIN.username, ADMIN.password))))).toBe('admitted');
+  // Another address is not affected.
+  expect(await refusal(second.admit(request(basic(ADMIN.username, ADMIN.password), '198.51.100.1')))).toBe('admitted');
+  // The count is in Redis, under the queue prefix, and expires with its window.
+  const redis = new IORedis(env.config.redisUrl);
+  try {
+    const keys = await redis.keys(`${env.config.queuePrefix}:rl:admin-basic-test:*`);
+    expect(keys).toHaveLength(1);
+    expect(Number(await redis.get(keys[0]!))).toBe(2);
+    expect(await redis.pttl(keys[0]!)).toBeGreaterThan(0);
+  } finally {
+    redis.disconnect();
+  }
+});
+
+test('with the failure store unreachable, Basic checks still work and still run Argon2 (fails open, bounded by the limiter)', async () => {
+  const unreachable = new RateLimits('redis://127.0.0.1:1', env.config.queuePrefix, createLogger('gateway', 'silent'));
+  try {
+    const g = gate(new FailureLimit(unreachable.store('admin-basic-down'), 1));
+    expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-1'))))).toBe('UNAUTHORIZED');
+    expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-2'))))).toBe('UNAUTHORIZED');
+    expect(await refusal(g.admit(request(basic(ADMIN.username, ADMIN.password))))).toBe('admitted');
+    expect(hasher.verifies).toBe(3);
+  } finally {
+    await unreachable.close();
+  }
 });
 
 test('when the Argon2 limiter is saturated, a Basic check waits its turn and then gives up with SERVICE_UNAVAILABLE', async () => {
   const limiter = new ConcurrencyLimiter(1, 20);
-  const g = new AdminGate(users, new TokenService(JWT_SECRET), new CountingHasher(limiter), { cacheTtlMs: 60_000, failuresPerMinute: 0 });
+  const g = new AdminGate(users, new TokenService(JWT_SECRET), new CountingHasher(limiter), { cacheTtlMs: 60_000 });
   // Work holding the only slot, as a sign-in would through the same limiter.
   let release!: () => void;
   const holder = limiter.run(() => new Promise<void>((resolve) => (release = resolve)));

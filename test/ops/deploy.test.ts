@@ -55,7 +55,7 @@ test('the worker can be scaled: no published port, no fixed container name, no f
   const { services } = await compose();
   expect(services.worker.ports).toBeUndefined();
   expect(services.worker.container_name).toBeUndefined();
-  // Only the shared named upload volume (expired resumable uploads are removed by a worker job).
+  // Only the named uploads volume the gateways share (the trash purge removes content files).
   expect(services.worker.volumes ?? []).toEqual(['uploads:/var/lib/filesync/uploads']);
   expect(services.gateway.ports).toEqual(['${GATEWAY_PORT:-8080}:8080']);
 });

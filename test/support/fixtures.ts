@@ -151,6 +151,10 @@ export const craft = {
   hs256(claims: Record<string, unknown>, secret = JWT_SECRET): string {
     return jwt.sign(claims, secret, { algorithm: 'HS256' });
   },
+  /** HS256 with the service's secret and no `iat` claim at all. */
+  hs256WithoutIat(claims: Record<string, unknown>): string {
+    return jwt.sign(claims, JWT_SECRET, { algorithm: 'HS256', noTimestamp: true });
+  },
   hs512(claims: Record<string, unknown>): string {
     return jwt.sign(claims, JWT_SECRET, { algorithm: 'HS512' });
   },

@@ -9,9 +9,12 @@ import { loadConfig, type Config } from '../../shared/config';
 import { createDb, type Db } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
+import { openMaintenanceQueue } from '../../shared/queue/maintenance.contract';
 import { buildGateway } from '../../services/gateway/app';
+import type { PasswordHasher } from '../../services/gateway/auth/password.hasher';
 import { ensureInitialAdmin } from '../../services/gateway/bootstrap';
 import { ChangeHub } from '../../services/gateway/changes/change.hub';
+import { createHttpServer, listen, type HttpServerOptions } from '../../services/gateway/http/http.server';
 import { SyncClient } from '../../services/gateway/sync/sync.client';
 
 export const ADMIN = { username: 'admin', password: 'admin-password-1' };
@@ -40,6 +43,8 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     ADMIN_PASSWORD: ADMIN.password,
     QUEUE_PREFIX: name,
     LOGIN_RATE_LIMIT: '0',
+    LOGIN_ADDRESS_RATE_LIMIT: '0',
+    REGISTER_RATE_LIMIT: '0',
     LOG_LEVEL: 'silent',
     SYNC_SHARDS: '4',
     SYNC_TIMEOUT_MS: '15000',
@@ -83,11 +88,13 @@ export interface RunningGateway {
   server: Server;
   sync: SyncClient;
   changes: ChangeHub;
+  /** The Argon2 hasher the gateway's routes use, for tests that count what reaches it. */
+  hasher: PasswordHasher;
   close(): Promise<void>;
 }
 
 /** The gateway app in this process on an ephemeral port, exactly as main.ts wires it. */
-export async function startGateway(env: TestEnv): Promise<RunningGateway> {
+export async function startGateway(env: TestEnv, serverOptions: HttpServerOptions = {}): Promise<RunningGateway> {
   const logger = createLogger('gateway', env.config.logLevel);
   const sync = new SyncClient(
     { redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, shards: env.config.syncShards, timeoutMs: env.config.syncTimeoutMs },
@@ -99,24 +106,23 @@ export async function startGateway(env: TestEnv): Promise<RunningGateway> {
     { maxHeld: env.config.feedMaxHeld, maxPerUser: env.config.feedMaxHeldPerUser },
     logger,
   );
-  const { app, hasher, uploads } = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes, logger });
-  await ensureInitialAdmin(env.config, env.db, hasher);
-  await Promise.all([sync.ready(), changes.ready(), uploads.ready()]);
-  const server = await new Promise<Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
+  const maintenance = openMaintenanceQueue(env.config.redisUrl, env.config.queuePrefix);
+  const gateway = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes, logger, opsQueues: [maintenance] });
+  await ensureInitialAdmin(env.config, env.db, gateway.hasher);
+  await Promise.all([sync.ready(), changes.ready(), gateway.uploads.ready()]);
+  const server = await listen(createHttpServer(gateway.app, serverOptions), 0, '127.0.0.1');
   const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     server,
     sync,
     changes,
+    hasher: gateway.hasher,
     async close() {
       await changes.close();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
-      await sync.close();
-      await uploads.close();
+      await Promise.all([sync.close(), maintenance.close(), gateway.close()]);
     },
   };
 }

@@ -1,4 +1,4 @@
-import { readInt64, parseLossless } from '../../shared/json';
+import { jsonTooDeep, readInt64, parseLossless } from '../../shared/json';
 import { extensionOf, normalizeName } from '../../shared/names';
 import { likeContains } from '../../shared/db/resource.repository';
 import { parseOp } from '../../shared/sync/ops';
@@ -102,5 +102,48 @@ describe('shards', () => {
     const ids = Array.from({ length: 400 }, (_, i) => i.toString(16).padStart(32, '0'));
     expect(ids.map((id) => shardOf(id, 8))).toEqual(ids.map((id) => shardOf(id, 8)));
     expect(new Set(ids.map((id) => shardOf(id, 8))).size).toBe(8);
+  });
+});
+
+describe('TRUST_PROXY', () => {
+  const trust = (value: string) => loadConfig({ TRUST_PROXY: value }).trustProxy;
+
+  test('defaults to false: the client address is the socket’s', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(trust('false')).toBe(false);
+    expect(trust('0')).toBe(false);
+  });
+
+  test('takes a hop count, or addresses, subnets and the proxy-addr names', () => {
+    expect(trust('1')).toBe(1);
+    expect(trust('loopback, 10.0.0.0/8, fd00::/8, 192.0.2.7')).toEqual(['loopback', '10.0.0.0/8', 'fd00::/8', '192.0.2.7']);
+  });
+
+  test.each([['true'], ['everyone'], ['10.0.0.0/33'], ['10.0.0.1/8/8'], ['300.1.1.1']])('refuses %s, naming the variable', (value) => {
+    expect(() => trust(value)).toThrow(/TRUST_PROXY/);
+  });
+});
+
+describe('names: Unicode that cannot be stored or that disguises a name', () => {
+  test.each([['a\uD800b'], ['\uDFFF'], ['x\uD83D']])('a lone surrogate (%#) is refused', (name) => {
+    expect(() => normalizeName(name)).toThrow(/lone surrogate/);
+  });
+
+  test.each([['\u202A'], ['\u202B'], ['\u202C'], ['\u202D'], ['\u202E'], ['\u2066'], ['\u2067'], ['\u2068'], ['\u2069']])('bidi control %# is refused', (c) => {
+    expect(() => normalizeName(`photo${c}gpj.exe`)).toThrow(/bidirectional/);
+  });
+
+  test('a surrogate pair and other right-to-left text are accepted', () => {
+    expect(normalizeName('smile-\uD83D\uDE00')).toBe('smile-😀');
+    expect(normalizeName('שלום.txt')).toBe('שלום.txt');
+  });
+});
+
+describe('jsonTooDeep', () => {
+  test('counts nesting outside strings only', () => {
+    expect(jsonTooDeep('[[[]]]', 3)).toBe(false);
+    expect(jsonTooDeep('[[[[]]]]', 3)).toBe(true);
+    expect(jsonTooDeep('{"a":"[[[[[[[[\\"[[["}', 3)).toBe(false);
+    expect(jsonTooDeep(`{"a":${'['.repeat(5000)}${']'.repeat(5000)}}`)).toBe(true);
   });
 });

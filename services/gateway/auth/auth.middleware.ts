@@ -9,10 +9,11 @@ declare module 'express-serve-static-core' {
   }
 }
 
+/** The token of an `Authorization: Bearer <token>` header; the scheme is case-insensitive (RFC 9110 11.1). */
 export function bearerToken(req: Request): string | undefined {
   const header = req.headers.authorization;
   if (!header) return undefined;
-  const match = /^Bearer ([A-Za-z0-9_\-.]+)$/.exec(header);
+  const match = /^Bearer +([A-Za-z0-9_\-.]+)$/i.exec(header);
   return match?.[1];
 }
 

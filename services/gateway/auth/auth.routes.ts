@@ -1,7 +1,5 @@
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import Joi from 'joi';
-import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
-import { AppError } from '../../../shared/errors';
 import { validateBody } from '../http/request';
 import { principalOf, type requireUser } from './auth.middleware';
 import type { AuthService } from './auth.service';
@@ -19,30 +17,14 @@ const passwordSchema = Joi.object({
   new_password: PASSWORD.required(),
 });
 
-export function authRoutes(auth: AuthService, loginRateLimit: number, authenticated: ReturnType<typeof requireUser>): Router {
+/**
+ * `limits` run before the body is validated and before any password is hashed: the sign-in limits
+ * per client address and per address and username (built in app.ts).
+ */
+export function authRoutes(auth: AuthService, limits: RequestHandler[], authenticated: ReturnType<typeof requireUser>): Router {
   const router = Router();
 
-  const limiter =
-    loginRateLimit > 0
-      ? rateLimit({
-          windowMs: 60_000,
-          limit: loginRateLimit,
-          standardHeaders: 'draft-7',
-          legacyHeaders: false,
-          // Per client address and username, so one noisy client cannot lock a user out everywhere.
-          keyGenerator: (req) => {
-            const body = req.body as { username?: unknown } | undefined;
-            const username = typeof body?.username === 'string' ? body.username.toLowerCase() : '';
-            return `${ipKeyGenerator(req.ip ?? '')}|${username}`;
-          },
-          handler: (_req, _res, next, options) => {
-            const retryAfter = Math.ceil(options.windowMs / 1000);
-            next(new AppError('RATE_LIMITED', 'too many sign-in attempts, retry later', { retryAfter }));
-          },
-        })
-      : (_req: unknown, _res: unknown, next: () => void) => next();
-
-  router.post('/auth/login', limiter, async (req, res) => {
+  router.post('/auth/login', ...limits, async (req, res) => {
     const body = validateBody(loginSchema, req.body);
     const result = await auth.login(body.username, body.password, body.deviceId);
     res.status(200).json(result);

@@ -32,7 +32,11 @@ export class TokenService {
     return { token, expiresAt: new Date(exp * 1000) };
   }
 
-  /** Verifies strictly: HS256 only, signature, `exp` present and in the future, well-formed ids. */
+  /**
+   * Verifies strictly: HS256 only, signature, `iat` and `exp` present and `exp` in the future, a
+   * lifetime of at most 7 days (a token signed with the secret for years is refused all the same),
+   * well-formed ids.
+   */
   verify(token: string): TokenClaims {
     let payload: string | jwt.JwtPayload;
     try {
@@ -40,7 +44,9 @@ export class TokenService {
     } catch {
       throw unauthorized();
     }
-    if (typeof payload !== 'object' || typeof payload.exp !== 'number') throw unauthorized();
+    if (typeof payload !== 'object' || typeof payload.exp !== 'number' || typeof payload.iat !== 'number') throw unauthorized();
+    // An `iat` in the future would stretch the lifetime just the same; a minute covers clock skew.
+    if (payload.exp - payload.iat > TOKEN_TTL_SECONDS || payload.iat > Date.now() / 1000 + 60) throw unauthorized();
     const deviceId = (payload as { device_id?: unknown }).device_id;
     if (!isId(payload.sub) || !isId(deviceId)) throw unauthorized();
     return { userId: payload.sub, deviceId };

@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import Joi from 'joi';
 import { newId } from '../../../shared/ids';
 import type { DeviceRepository } from '../../../shared/db/device.repository';
@@ -9,10 +9,11 @@ const registerSchema = Joi.object({
   platform: Joi.string().max(50).allow(null),
 });
 
-export function deviceRoutes(devices: DeviceRepository): Router {
+/** `limit` is the registration limit per client address, checked before anything else. */
+export function deviceRoutes(devices: DeviceRepository, limit: RequestHandler): Router {
   const router = Router();
 
-  router.post('/devices', async (req, res) => {
+  router.post('/devices', limit, async (req, res) => {
     const body = validateBody(registerSchema, req.body);
     const device = { id: newId(), name: body.name, platform: body.platform ?? null, userId: null, createdAt: new Date() };
     await devices.insert(device);

@@ -4,10 +4,13 @@ import { AppError, invalid, notFound } from '../../../shared/errors';
 import type { FileSortColumn } from '../../../shared/db/resource.repository';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, queryString, singleParam } from '../http/request';
+import { reprDigest, sha256FromHexField } from '../content/digest';
 import { toFileView, toFolderView } from './files.presenter';
 import { optionalResourceId, type FilesService } from './files.service';
-import { feedNotingFileType, fileTypeDeclared } from './part.headers';
+import { feedNotingFileType, fileNameIsUtf8, fileTypeDeclared } from './part.headers';
 import type { StagedFile, StagingStorage } from './upload.storage';
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 const SORTS: Record<string, FileSortColumn> = {
   size: 'size_bytes',
@@ -15,6 +18,9 @@ const SORTS: Record<string, FileSortColumn> = {
   updated_at: 'updated_at',
   added_at: 'created_at',
 };
+
+/** Chunk size of content downloads. */
+const READ_CHUNK = 1024 * 1024;
 
 /** Multer failures in the contract's terms; the storage engine has already removed partial files. */
 function uploadError(err: unknown): AppError {
@@ -45,12 +51,15 @@ export function fileRoutes(
   authenticated: ReturnType<typeof requireUser>,
 ): Router {
   const router = Router();
-  const options: multer.Options & { streamHandler: typeof feedNotingFileType } = {
+  const options: multer.Options & { streamHandler: typeof feedNotingFileType; defCharset: string } = {
     storage,
-    // File names in Content-Disposition are UTF-8 in every current client.
+    // File names in Content-Disposition are UTF-8 in every current client (checked in part.headers.ts).
     defParamCharset: 'utf8',
+    // Text fields arrive as raw bytes (one char per byte) and are decoded strictly below, so that
+    // invalid UTF-8 is refused rather than turned into U+FFFD.
+    defCharset: 'latin1',
     limits: { fileSize: maxUploadBytes, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12, headerPairs: 100 },
-    // multer 2 option, missing from @types/multer: tells whether the file part declared a type.
+    // multer 2 options missing from @types/multer (defCharset too): tells whether the file part declared a type.
     streamHandler: feedNotingFileType,
   };
   const multipart = multer(options).single('file');
@@ -86,6 +95,8 @@ export function fileRoutes(
     const { file, absolutePath } = await files.contentOf(principalOf(req).userId, singleParam(req, 'id'));
     const etag = file.contentSha256 ? `"${file.contentSha256}"` : undefined;
     if (etag) res.setHeader('ETag', etag);
+    // Of the whole content, on 206 as on 200 (RFC 9530: the digest of the representation).
+    if (file.contentSha256) res.setHeader('Repr-Digest', reprDigest(file.contentSha256));
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Cache-Control', 'private, no-cache');
     // Answered here rather than by `send`, which ignores If-None-Match when the request says
@@ -96,14 +107,17 @@ export function fileRoutes(
     }
     res.attachment(file.name);
     res.type(file.mimeType || 'application/octet-stream');
-    res.sendFile(absolutePath, { etag: false, lastModified: false, dotfiles: 'allow', acceptRanges: true }, (err) => {
+    // Reads of 1 MiB rather than the stock 64 KiB: a fraction of the reads, writes and event-loop turns
+    // per file (the transfer bench shows the difference). A range reads no more than it needs.
+    const options = { etag: false, lastModified: false, dotfiles: 'allow', acceptRanges: true, highWaterMark: READ_CHUNK } as const;
+    res.sendFile(absolutePath, options, (err) => {
       if (!err) return;
       if (res.headersSent) {
         res.destroy();
         return;
       }
       // The error goes out as JSON, not as the file's type or as an attachment.
-      for (const header of ['Content-Type', 'Content-Disposition', 'ETag']) res.removeHeader(header);
+      for (const header of ['Content-Type', 'Content-Disposition', 'ETag', 'Repr-Digest']) res.removeHeader(header);
       const { code, status } = err as { code?: string; status?: number };
       if (code === 'ENOENT') return next(notFound('this file has no content'));
       // send has set Content-Range: bytes */<size>; the status must say why.
@@ -127,11 +141,18 @@ export function fileRoutes(
       const value = body[name];
       if (value === undefined) return undefined;
       if (typeof value !== 'string') throw invalid(`field ${name} must be given once`);
-      return value;
+      try {
+        return strictUtf8.decode(Buffer.from(value, 'latin1'));
+      } catch {
+        throw invalid(`field ${name} is not valid UTF-8`, { field: name });
+      }
     };
     let fields;
+    let expectedSha256;
     try {
+      if (!fileNameIsUtf8(req)) throw invalid('the file part\'s headers (its file name) are not valid UTF-8');
       fields = { id: field('id'), folderId: field('folderId'), name: field('name') };
+      expectedSha256 = sha256FromHexField(field('sha256'));
     } catch (err) {
       await storage.removeStaged(file.path);
       throw err;
@@ -144,6 +165,7 @@ export function fileRoutes(
       // Busboy says text/plain for a part without Content-Type; the contract treats that as missing.
       declaredType: fileTypeDeclared(req) === false ? undefined : file.mimetype,
       fields,
+      expectedSha256,
     });
     res.status(201).json(toFileView(record));
   });

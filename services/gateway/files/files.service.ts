@@ -23,9 +23,11 @@ export interface UploadInput {
   declaredName: string;
   declaredType: string | undefined;
   fields: { id?: string; folderId?: string; name?: string };
+  /** The SHA-256 (hex) the client declared for the bytes; a mismatch is a 400 and nothing is kept. */
+  expectedSha256?: string;
 }
 
-const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
+export const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
 
 /** The part's declared type; when missing, generic or malformed, the type the extension implies. */
 export function resolveMimeType(declared: string | undefined, name: string): string {
@@ -92,6 +94,9 @@ export class FilesService {
     const { staged, userId, deviceId, fields } = input;
     let placed: string | undefined;
     try {
+      if (input.expectedSha256 !== undefined && input.expectedSha256 !== staged.sha256) {
+        throw invalid('the file does not match the sha256 declared for it', { field: 'sha256' });
+      }
       const id = fields.id === undefined || fields.id === '' ? newId() : fields.id;
       if (!isId(id)) throw invalid('id must be 32 lowercase hex characters', { field: 'id' });
       const folderId = optionalResourceId(fields.folderId, 'folderId');

@@ -4,6 +4,7 @@ import { AppError, isAppError } from '../../../shared/errors';
 import type { UserRepository } from '../../../shared/db/user.repository';
 import { bearerToken } from '../auth/auth.middleware';
 import type { PasswordHasher } from '../auth/password.hasher';
+import { clientAddress, type FailureLimit } from '../auth/rate.limits';
 import type { TokenService } from '../auth/token.service';
 
 export const DASHBOARD_REALM = 'filesync';
@@ -11,8 +12,8 @@ export const DASHBOARD_REALM = 'filesync';
 export interface AdminGateOptions {
   /** How long a verified Basic credential is trusted without another Argon2 run. */
   cacheTtlMs: number;
-  /** Failed Basic attempts per minute and client address before 429; 0 disables the limit. */
-  failuresPerMinute: number;
+  /** Failed Basic attempts per client address (kept in Redis, so shared by every gateway); none when absent. */
+  failures?: FailureLimit;
   now?: () => number;
 }
 
@@ -23,8 +24,6 @@ interface Verified {
 }
 
 const MAX_CACHED = 1000;
-const MAX_TRACKED_CLIENTS = 10_000;
-const WINDOW_MS = 60_000;
 
 const unauthorized = () => new AppError('UNAUTHORIZED', 'administrator credentials required: a Bearer token or HTTP Basic');
 const forbidden = () => new AppError('FORBIDDEN', 'administrators only');
@@ -56,7 +55,6 @@ function basicCredentials(header: string): { username: string; password: string 
 export class AdminGate {
   private readonly cacheKey = randomBytes(32);
   private readonly verified = new Map<string, Verified>();
-  private readonly failures = new Map<string, { count: number; resetAt: number }>();
   private readonly now: () => number;
 
   constructor(
@@ -86,7 +84,7 @@ export class AdminGate {
     if (/^Bearer /i.test(header)) return this.admitBearer(req);
     const credentials = basicCredentials(header);
     if (!credentials) throw unauthorized();
-    return this.admitBasic(credentials.username, credentials.password, req.ip ?? '');
+    return this.admitBasic(credentials.username, credentials.password, clientAddress(req));
   }
 
   private async admitBearer(req: Request): Promise<void> {
@@ -106,11 +104,11 @@ export class AdminGate {
     const hit = cached !== undefined && cached.expiresAt > this.now() && active !== undefined && active.passwordHash === cached.passwordHash;
     if (!hit) {
       if (cached) this.verified.delete(key);
-      this.refuseWhenLimited(client);
+      await this.options.failures?.check(client, 'too many failed sign-ins, retry later');
       // Runs even for an unknown user (against the dummy hash), like login, so timing tells nothing.
       const ok = await this.hasher.verify(user?.passwordHash, password);
       if (!ok || !active) {
-        this.recordFailure(client);
+        await this.options.failures?.record(client);
         throw unauthorized();
       }
       this.remember(key, active.passwordHash);
@@ -121,29 +119,5 @@ export class AdminGate {
   private remember(key: string, passwordHash: string): void {
     if (this.verified.size >= MAX_CACHED) this.verified.delete(this.verified.keys().next().value!);
     this.verified.set(key, { passwordHash, expiresAt: this.now() + this.options.cacheTtlMs });
-  }
-
-  private refuseWhenLimited(client: string): void {
-    if (this.options.failuresPerMinute <= 0) return;
-    const entry = this.failures.get(client);
-    const now = this.now();
-    if (entry && entry.resetAt > now && entry.count >= this.options.failuresPerMinute) {
-      throw new AppError('RATE_LIMITED', 'too many failed sign-ins, retry later', { retryAfter: Math.ceil((entry.resetAt - now) / 1000) });
-    }
-  }
-
-  private recordFailure(client: string): void {
-    if (this.options.failuresPerMinute <= 0) return;
-    const now = this.now();
-    const entry = this.failures.get(client);
-    if (entry && entry.resetAt > now) {
-      entry.count++;
-      return;
-    }
-    if (this.failures.size >= MAX_TRACKED_CLIENTS) {
-      for (const [k, e] of this.failures) if (e.resetAt <= now) this.failures.delete(k);
-      if (this.failures.size >= MAX_TRACKED_CLIENTS) this.failures.delete(this.failures.keys().next().value!);
-    }
-    this.failures.set(client, { count: 1, resetAt: now + WINDOW_MS });
   }
 }

@@ -1,6 +1,7 @@
 import express, { Router } from 'express';
 import { invalid } from '../../../shared/errors';
-import { isPlainObject, parseLossless, stringifyLossless } from '../../../shared/json';
+import { isPlainObject, jsonTooDeep, parseLossless, stringifyLossless } from '../../../shared/json';
+import { tooDeep } from '../http/errors.middleware';
 import { renderSyncResult } from '../../../shared/queue/sync.contract';
 import type { ResourceRepository, SnapshotEntry } from '../../../shared/db/resource.repository';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
@@ -9,11 +10,13 @@ import type { SyncClient } from './sync.client';
 
 export const MAX_OPS = 1000;
 export const SNAPSHOT_LIMIT = 10000;
-const MAX_EPOCH_MS = 8.64e15;
+// 9999-12-31T23:59:59.999Z: the last instant a timestamp column (and the contract's ISO form) can hold.
+const MAX_EPOCH_MS = 253402300799999;
 
 /** Reads the batch envelope, keeping every number as written. Ops themselves are checked by the worker. */
 export function parseBatch(text: unknown): string {
   if (typeof text !== 'string' || text.length === 0) throw invalid('request body must be a JSON object with an "ops" array');
+  if (jsonTooDeep(text)) throw tooDeep();
   let body: unknown;
   try {
     body = parseLossless(text);
@@ -61,7 +64,9 @@ export function syncRoutes(sync: SyncClient, resources: ResourceRepository, auth
 
   router.get('/sync/permissions', authenticated, async (req, res) => {
     const raw = queryString(req, 'after') ?? '0';
-    if (!/^\d{1,16}$/.test(raw) || Number(raw) > MAX_EPOCH_MS) throw invalid('after must be a non-negative integer of epoch milliseconds');
+    if (!/^\d{1,16}$/.test(raw) || Number(raw) > MAX_EPOCH_MS) {
+      throw invalid(`after must be a non-negative integer of epoch milliseconds, at most ${MAX_EPOCH_MS} (year 9999)`);
+    }
     const cachedAt = Date.now();
     const rows = await resources.changedSince(principalOf(req).userId, Number(raw), SNAPSHOT_LIMIT + 1);
     res.json(snapshotBody(rows, cachedAt));

@@ -1,29 +1,18 @@
 import type { Upload } from '@tus/server';
 import type { ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
 import type { Principal } from '../../../shared/db/user.repository';
-import { AppError, invalid, notFound } from '../../../shared/errors';
+import { invalid, notFound } from '../../../shared/errors';
 import type { TusStore } from '../../../shared/uploads/tus.store';
-import type { UploadInput } from '../files/files.service';
+import type { ContentService } from '../content/content.service';
+import type { FilesService, UploadInput } from '../files/files.service';
 import type { StagedFile } from '../files/upload.storage';
 import { ownerOf, parseUploadRequest, preconditionsOf, storedMetadata, type Preconditions, type UploadOwner } from './upload.metadata';
 
-/** The content replacement of PUT /files/:id/content, as FilesService offers it. */
-export interface ReplaceContentInput {
-  userId: string;
-  deviceId: string;
-  fileId: string;
-  staged: StagedFile;
-  declaredType?: string;
-  ifMatch?: string;
-  ifNoneMatch?: string;
-  expectedSha256?: string;
-}
+/** File creation as POST /files does it. */
+export type FileTarget = Pick<FilesService, 'upload'>;
 
-/** What completion hands the bytes to: the same service code as POST /files and PUT /files/:id/content. */
-export interface ContentTarget {
-  upload(input: UploadInput): Promise<ResourceRecord>;
-  replaceContent?(input: ReplaceContentInput): Promise<ResourceRecord>;
-}
+/** Content replacement as PUT /files/:id/content does it, with its early checks. */
+export type ContentTarget = Pick<ContentService, 'replaceContent' | 'checkBeforeUpload'>;
 
 /**
  * The use cases behind /v1/uploads that are ours rather than the tus protocol's: who may create and
@@ -32,7 +21,8 @@ export interface ContentTarget {
 export class UploadsService {
   constructor(
     private readonly store: TusStore,
-    private readonly files: ContentTarget,
+    private readonly files: FileTarget,
+    private readonly content: ContentTarget,
     private readonly resources: ResourceRepository,
   ) {}
 
@@ -46,7 +36,7 @@ export class UploadsService {
     if (upload.sizeIsDeferred) throw invalid('Upload-Length is required');
     const request = parseUploadRequest(upload.metadata);
     if (request.fileId !== undefined) {
-      if (!(await this.resources.findActive(principal.userId, request.fileId, 'file'))) throw notFound('no such file');
+      await this.content.checkBeforeUpload(principal.userId, request.fileId, conditions);
     } else if (request.folderId !== null) {
       if (!(await this.resources.findActive(principal.userId, request.folderId, 'folder'))) throw notFound('no such folder');
     }
@@ -73,12 +63,8 @@ export class UploadsService {
       const request = parseUploadRequest(upload.metadata);
       const size = upload.size ?? upload.offset;
       const staged: StagedFile = { path: this.store.bytesPath(upload.id), size, sha256: await this.store.digest(upload.id, size) };
-      if (request.sha256 !== undefined && request.sha256 !== staged.sha256) {
-        throw invalid('the received bytes do not match sha256', { field: 'sha256' });
-      }
       if (request.fileId !== undefined) {
-        if (!this.files.replaceContent) throw new AppError('INTERNAL', 'content replacement is not available');
-        return await this.files.replaceContent({
+        return await this.content.replaceContent({
           userId: owner.userId,
           deviceId: owner.deviceId,
           fileId: request.fileId,
@@ -98,14 +84,11 @@ export class UploadsService {
         declaredName: request.name,
         declaredType: request.declaredType,
         fields,
+        expectedSha256: request.sha256,
       });
     } finally {
       await this.store.remove(upload.id);
     }
   }
 
-  /** The scheduled job's work, also callable from a gateway: removes expired uploads' bytes. */
-  deleteExpired(): Promise<number> {
-    return this.store.deleteExpired();
-  }
 }

@@ -1,0 +1,37 @@
+import { Router } from 'express';
+import type { ResourceRecord } from '../../../shared/db/resource.repository';
+import { principalOf, type requireUser } from '../auth/auth.middleware';
+import { toFileView, toFolderView, type FileView, type FolderView } from '../files/files.presenter';
+import { paging, singleParam } from '../http/request';
+import type { TrashService } from './trash.service';
+
+export type TrashItemView = (FileView | FolderView) & { type: 'file' | 'folder'; deletedAt: string };
+
+export const toView = (r: ResourceRecord): FileView | FolderView => (r.type === 'file' ? toFileView(r) : toFolderView(r));
+
+/** The File or Folder representation plus what the trash adds: its type and when it was deleted. */
+export function toTrashItemView(r: ResourceRecord): TrashItemView {
+  return { ...toView(r), type: r.type, deletedAt: (r.deletedAt ?? r.updatedAt).toISOString() };
+}
+
+export function trashRoutes(trash: TrashService, authenticated: ReturnType<typeof requireUser>): Router {
+  const router = Router();
+
+  router.get('/trash', authenticated, async (req, res) => {
+    const { limit, offset } = paging(req);
+    const page = await trash.list(principalOf(req).userId, limit, offset);
+    res.json({ items: page.items.map(toTrashItemView), total: page.total, limit, offset });
+  });
+
+  router.post('/trash/:id/restore', authenticated, async (req, res) => {
+    const restored = await trash.restore(principalOf(req).userId, singleParam(req, 'id'));
+    res.json({ ...toView(restored), type: restored.type });
+  });
+
+  router.delete('/trash/:id', authenticated, async (req, res) => {
+    await trash.purge(principalOf(req).userId, singleParam(req, 'id'));
+    res.status(204).end();
+  });
+
+  return router;
+}

@@ -1,0 +1,106 @@
+import { promises as fs } from 'node:fs';
+import { Queue, Worker } from 'bullmq';
+import type { Config } from '../../shared/config';
+import type { Db } from '../../shared/db/knex';
+import { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { TrashRepository } from '../../shared/db/trash.repository';
+import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
+import type { Logger } from '../../shared/logger';
+import { RedisChangeNotifier } from '../../shared/queue/change.channel';
+import {
+  EXPIRE_UPLOADS_JOB,
+  MAINTENANCE_JOB_OPTIONS,
+  MAINTENANCE_QUEUE,
+  PURGE_TRASH_JOB,
+  purgeIntervalMs,
+  uploadExpirySweepMs,
+  type MaintenanceJobData,
+  type MaintenanceJobResult,
+} from '../../shared/queue/maintenance.contract';
+import { redisOptions } from '../../shared/queue/sync.contract';
+import { TusStore, tusDirectory } from '../../shared/uploads/tus.store';
+
+/** One scheduled housekeeping task: its job name (also its scheduler id), how often, and the work. */
+export interface MaintenanceTask {
+  name: string;
+  everyMs: number;
+  run(): Promise<MaintenanceJobResult>;
+}
+
+export interface MaintenanceWorkers {
+  worker: Worker<MaintenanceJobData, MaintenanceJobResult>;
+  close(): Promise<void>;
+}
+
+/** The tasks of this deployment. Another task is one more entry here and a job name in the contract. */
+export function maintenanceTasks(config: Config, owners: OwnerTransactions, db: Db, logger: Logger): MaintenanceTask[] {
+  const trash = new TrashRepository(db);
+  const purger = new TrashPurger(owners, trash, config.uploadDir, logger);
+  const retention = retentionMs(config.trashRetentionDays);
+  let uploads: TusStore | undefined;
+  return [
+    {
+      name: PURGE_TRASH_JOB,
+      everyMs: purgeIntervalMs(retention),
+      run: async () => ({ ...(await purger.purgeExpired(new Date(Date.now() - retention))) }),
+    },
+    {
+      // Resumable uploads not finished within UPLOAD_EXPIRY_HOURS: their bytes and info leave the disk.
+      name: EXPIRE_UPLOADS_JOB,
+      everyMs: uploadExpirySweepMs(config.uploadExpiryMs),
+      run: async () => {
+        // Made once its folder is known to exist: the store's constructor creates the folder without
+        // a way to report failure, and a missing volume should fail a run, not the process.
+        if (!uploads) {
+          await fs.mkdir(tusDirectory(config.uploadDir), { recursive: true });
+          uploads = new TusStore(config.uploadDir, config.uploadExpiryMs);
+        }
+        return { uploadsRemoved: await uploads.deleteExpired() };
+      },
+    },
+  ];
+}
+
+/**
+ * Registers the schedulers (upsert: every worker does it at start-up, and the last one's settings
+ * stand, without duplicates) and consumes the maintenance queue. A global concurrency of 1 keeps two
+ * runs from overlapping across workers, though each task is safe to run twice at once anyway.
+ */
+export async function startMaintenance(config: Config, db: Db, logger: Logger): Promise<MaintenanceWorkers> {
+  const notifier = new RedisChangeNotifier(config.redisUrl, config.queuePrefix, logger);
+  const tasks = new Map(maintenanceTasks(config, new OwnerTransactions(db, notifier), db, logger).map((t) => [t.name, t]));
+  const connection = redisOptions(config.redisUrl, 'blocking');
+  const queue = new Queue<MaintenanceJobData, MaintenanceJobResult>(MAINTENANCE_QUEUE, { connection, prefix: config.queuePrefix });
+  try {
+    await queue.setGlobalConcurrency(1);
+    for (const task of tasks.values()) {
+      await queue.upsertJobScheduler(task.name, { every: task.everyMs }, { name: task.name, data: {}, opts: MAINTENANCE_JOB_OPTIONS });
+    }
+  } finally {
+    await queue.close();
+  }
+  const worker = new Worker<MaintenanceJobData, MaintenanceJobResult>(
+    MAINTENANCE_QUEUE,
+    async (job) => {
+      const task = tasks.get(job.name);
+      if (!task) throw new Error(`unknown maintenance job ${job.name}`);
+      const started = Date.now();
+      const result = await task.run();
+      // A run that found nothing to do is the common case; only runs that did something are news.
+      const level = Object.values(result).some((n) => n > 0) ? 'info' : 'debug';
+      logger[level]({ job: job.name, jobId: job.id, ...result, ms: Date.now() - started }, 'maintenance job done');
+      return result;
+    },
+    { connection, prefix: config.queuePrefix, concurrency: 1 },
+  );
+  worker.on('failed', (job, err) => logger.error({ job: job?.name, jobId: job?.id, err: err.message }, 'maintenance job failed'));
+  worker.on('error', (err) => logger.warn({ err: err.message }, 'maintenance worker connection error'));
+  await worker.waitUntilReady();
+  return {
+    worker,
+    async close() {
+      await worker.close();
+      notifier.close();
+    },
+  };
+}

@@ -1,0 +1,64 @@
+import type { Knex } from 'knex';
+
+/** Longest IN list sent in one statement. */
+const CHUNK = 1000;
+
+/** A resource that should have content on disk: active, or in the trash (restorable). */
+export interface ContentHolder {
+  id: string;
+  userId: string;
+  storageKey: string;
+}
+
+/**
+ * SQL of the consistency check between rows and content files. A row holds content while its
+ * storage_key is set; purged tombstones have none.
+ */
+export class ContentRepository {
+  constructor(private readonly db: Knex | Knex.Transaction) {}
+
+  withTransaction(trx: Knex.Transaction): ContentRepository {
+    return new ContentRepository(trx);
+  }
+
+  /** Which of these storage keys some resource points at (ix_resources_storage). */
+  async referenced(keys: string[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    for (let i = 0; i < keys.length; i += CHUNK) {
+      const rows = await this.db('resources')
+        .whereIn('storage_key', keys.slice(i, i + CHUNK))
+        .select<{ storage_key: string }[]>('storage_key');
+      for (const r of rows) found.add(r.storage_key);
+    }
+    return found;
+  }
+
+  /** Resources with content, in id order after `afterId`, at most `limit`: a keyset walk of the table. */
+  async holders(afterId: string, limit: number): Promise<ContentHolder[]> {
+    const rows = await this.db('resources')
+      .whereNotNull('storage_key')
+      .andWhere('id', '>', afterId)
+      .orderBy('id')
+      .limit(limit)
+      .select<{ id: string; user_id: string; storage_key: string }[]>('id', 'user_id', 'storage_key');
+    return rows.map((r) => ({ id: r.id, userId: r.user_id, storageKey: r.storage_key }));
+  }
+
+  /** The resource's storage key now (undefined when it has none any more). */
+  async storageKeyOf(id: string): Promise<string | undefined> {
+    const row = await this.db('resources').where({ id }).first<{ storage_key: string | null } | undefined>('storage_key');
+    return row?.storage_key ?? undefined;
+  }
+
+  /**
+   * Detaches content that is gone from disk: the file keeps its row and name, and reads as a file
+   * without content (no sha256, size 0), as one created by a sync op. Only while it still points at
+   * `storageKey`, so content replaced meanwhile is left alone. A change like any other: rev, feed.
+   */
+  async clearContent(userId: string, id: string, storageKey: string, now: Date, seq: number): Promise<boolean> {
+    const n = await this.db('resources')
+      .where({ user_id: userId, id, storage_key: storageKey })
+      .update({ storage_key: null, size_bytes: 0, content_sha256: null, updated_at: now, change_seq: seq, rev: this.db.raw('rev + 1') });
+    return n > 0;
+  }
+}

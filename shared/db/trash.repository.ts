@@ -1,0 +1,152 @@
+import type { Knex } from 'knex';
+import { translateResourceWriteError } from './errors';
+import { COLUMNS, toRecord, type PageResult, type ResourceRecord, type ResourceRow } from './resource.repository';
+
+/** Longest IN list sent in one statement. */
+const CHUNK = 1000;
+
+/** A resource due for purging, found across owners by the retention job. */
+export interface ExpiredEntry {
+  userId: string;
+  id: string;
+}
+
+/** What a purge took off a resource: the content to remove from disk once the purge commits. */
+export interface PurgedEntry {
+  id: string;
+  storageKey: string | null;
+}
+
+/**
+ * SQL of the trash. A resource is in the trash while `restorable = 1` (deleted, not purged). A folder
+ * delete gives its whole subtree one `deleted_at`, so "deleted with it" is "same deleted_at, below it".
+ * Every write also does what every change of a resource does: rev + 1, a new feed position, updated_at.
+ */
+export class TrashRepository {
+  constructor(private readonly db: Knex | Knex.Transaction) {}
+
+  withTransaction(trx: Knex.Transaction): TrashRepository {
+    return new TrashRepository(trx);
+  }
+
+  private inTrash(userId: string) {
+    return this.db('resources').where({ user_id: userId, restorable: 1 });
+  }
+
+  private changed(now: Date, seq: number) {
+    return { updated_at: now, change_seq: seq, rev: this.db.raw('rev + 1') };
+  }
+
+  /** The owner's trash, newest deletion first, ids picked on ix_resources_trash before rows are read. */
+  async list(userId: string, limit: number, offset: number): Promise<PageResult<ResourceRecord>> {
+    const order = [
+      { column: 'deleted_at', order: 'desc' as const },
+      { column: 'id', order: 'asc' as const },
+    ];
+    const ids = this.inTrash(userId).orderBy(order).limit(limit).offset(offset).select('id');
+    const [rows, count] = await Promise.all([
+      this.db('resources as r')
+        .join(ids.as('page'), 'page.id', 'r.id')
+        .orderBy(order.map((o) => ({ column: `r.${o.column}`, order: o.order })))
+        .select(COLUMNS.map((c) => `r.${c}`)),
+      this.inTrash(userId).count<{ n: number | string }[]>({ n: '*' }),
+    ]);
+    return { items: (rows as ResourceRow[]).map(toRecord), total: Number(count[0]?.n ?? 0) };
+  }
+
+  /** A resource of the owner's trash, locked for the restore or purge about to change it. */
+  async findForUpdate(userId: string, id: string): Promise<ResourceRecord | undefined> {
+    const row = (await this.inTrash(userId).andWhere({ id }).forUpdate().first(COLUMNS)) as ResourceRow | undefined;
+    return row ? toRecord(row) : undefined;
+  }
+
+  /**
+   * The resources deleted together with `root` below it: same deleted_at, still in the trash. Walks
+   * one level per query (no recursive CTE and so no depth limit), descending only through them, so
+   * what was deleted earlier on its own, and anything under it, is left where it is.
+   */
+  async deletedWith(root: ResourceRecord): Promise<string[]> {
+    if (root.type !== 'folder' || root.deletedAt === null) return [];
+    const found: string[] = [];
+    let level = [root.id];
+    while (level.length > 0) {
+      const next: string[] = [];
+      for (let i = 0; i < level.length; i += CHUNK) {
+        const rows = await this.inTrash(root.userId)
+          .andWhere({ deleted_at: root.deletedAt })
+          .whereIn('parent_id', level.slice(i, i + CHUNK))
+          .forUpdate()
+          .select<{ id: string; type: string }[]>('id', 'type');
+        for (const row of rows) {
+          found.push(row.id);
+          if (row.type === 'folder') next.push(row.id);
+        }
+      }
+      level = next;
+    }
+    return found;
+  }
+
+  async isActiveFolder(userId: string, id: string): Promise<boolean> {
+    const row = await this.db('resources').where({ user_id: userId, id, type: 'folder', alive: 1 }).first('id');
+    return row !== undefined;
+  }
+
+  /**
+   * Makes `rootId` (moved to `parentId`) and `others` active again. A restored name that an active
+   * sibling holds breaks the sibling-name key: NAME_CONFLICT, and the caller's transaction undoes all.
+   */
+  async restore(userId: string, rootId: string, parentId: string | null, others: string[], now: Date, seq: number): Promise<void> {
+    try {
+      await this.inTrash(userId).andWhere({ id: rootId }).update({ deleted_at: null, parent_id: parentId, ...this.changed(now, seq) });
+      for (let i = 0; i < others.length; i += CHUNK) {
+        await this.inTrash(userId).whereIn('id', others.slice(i, i + CHUNK)).update({ deleted_at: null, ...this.changed(now, seq) });
+      }
+    } catch (err) {
+      translateResourceWriteError(err);
+    }
+  }
+
+  /**
+   * Turns resources of the trash into tombstones: purged_at set, content detached. Returns the ones it
+   * purged with the content they had, which the caller removes from disk after the commit.
+   * `deletedBefore` limits it to resources deleted before then (the retention job re-checks under lock).
+   * The feed position is taken only when something is purged.
+   */
+  async purge(userId: string, ids: string[], now: Date, nextSeq: () => number, deletedBefore?: Date): Promise<PurgedEntry[]> {
+    const purged: PurgedEntry[] = [];
+    let seq: number | undefined;
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const matching = () => {
+        const q = this.inTrash(userId).whereIn('id', ids.slice(i, i + CHUNK));
+        if (deletedBefore) q.andWhere('deleted_at', '<', deletedBefore);
+        return q;
+      };
+      const rows = await matching().forUpdate().select<{ id: string; storage_key: string | null }[]>('id', 'storage_key');
+      if (rows.length === 0) continue;
+      seq ??= nextSeq();
+      await this.inTrash(userId)
+        .whereIn(
+          'id',
+          rows.map((r) => r.id),
+        )
+        .update({ purged_at: now, storage_key: null, ...this.changed(now, seq) });
+      for (const r of rows) purged.push({ id: r.id, storageKey: r.storage_key });
+    }
+    return purged;
+  }
+
+  /** Resources of any owner deleted before `cutoff` and not yet purged, oldest first, on ix_resources_purge. */
+  async expired(cutoff: Date, limit: number): Promise<ExpiredEntry[]> {
+    const rows = await this.db('resources')
+      .where({ restorable: 1 })
+      .andWhere('deleted_at', '<', cutoff)
+      .orderBy([
+        { column: 'deleted_at', order: 'asc' },
+        { column: 'id', order: 'asc' },
+      ])
+      .limit(limit)
+      .select<{ id: string; user_id: string }[]>('id', 'user_id');
+    return rows.map((r) => ({ id: r.id, userId: r.user_id }));
+  }
+}

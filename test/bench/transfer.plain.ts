@@ -1,0 +1,93 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomFillSync } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { Readable } from 'node:stream';
+import { HttpClient } from './http.client';
+
+/** Chunk size of every body the bench sends, service and ceilings alike. */
+export const SEND_CHUNK = 1024 * 1024;
+
+export async function writeRandomFile(file: string, bytes: number): Promise<void> {
+  const chunk = Buffer.alloc(1024 * 1024);
+  const out = createWriteStream(file);
+  for (let written = 0; written < bytes; written += chunk.length) {
+    randomFillSync(chunk);
+    const part = chunk.subarray(0, Math.min(chunk.length, bytes - written));
+    if (!out.write(part)) await new Promise<void>((r) => out.once('drain', () => r()));
+  }
+  await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+}
+
+/** A multipart body streamed from disk: the part header, the file's bytes, the closing boundary. */
+export function multipart(file: string, name: string, bytes: number): { body: Readable; headers: Record<string, string | number> } {
+  const boundary = `----bench${randomBytes(8).toString('hex')}`;
+  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  async function* parts() {
+    yield head;
+    for await (const chunk of createReadStream(file, { highWaterMark: SEND_CHUNK })) yield chunk as Buffer;
+    yield tail;
+  }
+  return {
+    body: Readable.from(parts()),
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': head.length + bytes + tail.length },
+  };
+}
+
+/**
+ * The plain-HTTP ceilings: a bare node:http server in a process of its own, like the gateway, with no
+ * framework, no multipart, no hashing and no database. `?chunk=` picks the stream chunk size, so the
+ * bench can take the fastest of the stock settings and large chunks:
+ * - POST pipes the raw body into a new file (createWriteStream with that highWaterMark);
+ * - GET pipes the file, or the one range `bytes=a-b` asked for, into the response (createReadStream).
+ */
+const PLAIN_SERVER = `
+const http = require('node:http');
+const fs = require('node:fs');
+const server = http.createServer((req, res) => {
+  const q = new URL(req.url, 'http://x').searchParams;
+  const file = q.get('path');
+  const chunk = Number(q.get('chunk')) || undefined;
+  if (req.method === 'POST') {
+    const out = fs.createWriteStream(file, { highWaterMark: chunk });
+    req.pipe(out);
+    out.on('finish', () => { res.writeHead(201); res.end(); });
+    out.on('error', () => { res.writeHead(500); res.end(); });
+    return;
+  }
+  fs.stat(file, (err, st) => {
+    if (err) { res.writeHead(404); res.end(); return; }
+    const range = /^bytes=(\\d+)-(\\d+)$/.exec(req.headers.range || '');
+    if (range) {
+      const start = Number(range[1]);
+      const end = Math.min(Number(range[2]), st.size - 1);
+      res.writeHead(206, { 'content-length': end - start + 1, 'content-range': 'bytes ' + start + '-' + end + '/' + st.size });
+      fs.createReadStream(file, { start, end, highWaterMark: chunk }).pipe(res);
+      return;
+    }
+    res.writeHead(200, { 'content-length': st.size });
+    fs.createReadStream(file, { highWaterMark: chunk }).pipe(res);
+  });
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+`;
+
+export interface PlainServer {
+  child: ChildProcess;
+  client: HttpClient;
+}
+
+export async function startPlainServer(): Promise<PlainServer> {
+  const child = spawn(process.execPath, ['-e', PLAIN_SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
+    child.once('exit', (code) => reject(new Error(`plain HTTP server exited (${code})`)));
+  });
+  return { child, client: new HttpClient(`http://127.0.0.1:${port}`) };
+}
+
+/** The stream chunk sizes the plain server is measured with: Node's defaults, then 1 MiB. */
+export const PLAIN_CHUNKS = [
+  { label: 'stock', value: 0 },
+  { label: '1 MiB', value: 1024 * 1024 },
+];

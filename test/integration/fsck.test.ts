@@ -1,0 +1,153 @@
+import { execFile } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { ContentRepository } from '../../shared/db/content.repository';
+import { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { newId } from '../../shared/ids';
+import { Fsck } from '../../services/maintenance/fsck';
+import type { SyncWorkers } from '../../services/worker/sync.workers';
+import { Api } from '../support/client';
+import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
+import {
+  changesSince,
+  createFolder,
+  deleteBySync,
+  deleteFile,
+  feedCursorNow,
+  onDisk,
+  resourceRow,
+  uploadFile,
+} from '../support/lifecycle';
+import { startInProcessWorkers } from '../support/workers';
+
+/** `npm run fsck`: content files no resource points at, resources whose content file is missing. */
+let env: TestEnv;
+let gateway: RunningGateway;
+let workers: SyncWorkers;
+let api: Api;
+let deviceId: string;
+
+const FSCK_MAIN = path.join(__dirname, '..', '..', 'dist', 'services', 'maintenance', 'fsck.main.js');
+
+/** Runs the compiled command (`npm test` builds first) against the test's database and upload directory. */
+function runFsck(args: string[] = []): Promise<{ code: number; stdout: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [FSCK_MAIN, ...args], { env: { ...process.env, ...env.env } }, (err, stdout) => {
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout });
+    });
+  });
+}
+
+/** Writes a file under UPLOAD_DIR, dated `ageMs` ago. */
+async function plant(key: string, ageMs: number): Promise<string> {
+  const full = path.join(env.uploadDir, key);
+  await fs.mkdir(path.dirname(full), { recursive: true });
+  await fs.writeFile(full, 'planted');
+  const when = new Date(Date.now() - ageMs);
+  await fs.utimes(full, when, when);
+  return key;
+}
+
+const HOURS_2 = 2 * 3600_000;
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  gateway = await startGateway(env);
+  workers = await startInProcessWorkers(env);
+  const { api: admin } = await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password);
+  ({ api, deviceId } = await admin.createUser('checker'));
+});
+
+afterAll(async () => {
+  await workers?.close();
+  await gateway?.close();
+  await env?.dropAll();
+});
+
+test('after uploads, deletes, restores and purges the store is consistent, even with no grace period for young files', async () => {
+  const folder = await createFolder(api, 'Work');
+  const sub = await createFolder(api, 'sub', folder);
+  const files = await Promise.all(['a.txt', 'b.txt', 'c.txt'].map((n, i) => uploadFile(api, n, `content ${i}`, i === 0 ? folder : sub)));
+  const loose = await uploadFile(api, 'loose.txt', 'loose');
+  const purgedOne = await uploadFile(api, 'purged.txt', 'purged');
+  await deleteFile(api, loose.id);
+  await deleteFile(api, purgedOne.id);
+  expect((await api.delete(`/v1/trash/${purgedOne.id}`)).status).toBe(204);
+  await deleteBySync(api, folder);
+  expect((await api.post(`/v1/trash/${sub}/restore`)).status).toBe(200);
+  await uploadFile(api, 'rejected.txt', 'x', newId()).catch(() => undefined); // 404: nothing may stay behind
+
+  const report = await new Fsck(env.uploadDir, new ContentRepository(env.db), new OwnerTransactions(env.db)).run({
+    repair: false,
+    orphanMinAgeMs: 0,
+    stagingMinAgeMs: 0,
+  });
+
+  expect(report).toMatchObject({ orphans: [], missing: [], repaired: null });
+  expect(report.files).toBe(files.length + 1); // a, b, c, and loose.txt in the trash; the purged file is gone
+  expect(report.resources).toBe(files.length + 1);
+  expect((await runFsck()).code).toBe(0);
+});
+
+describe('a planted orphan and a removed content file', () => {
+  let orphan: string;
+  let staleStaging: string;
+  let youngStaging: string;
+  let youngOrphan: string;
+  let tusPart: string;
+  let victim: { id: string; rev: number };
+  let victimKey: string;
+  let cursor: string;
+
+  beforeAll(async () => {
+    orphan = await plant(`${deviceId}/${newId()}.bin`, HOURS_2);
+    staleStaging = await plant(`.staging/${newId()}.part`, HOURS_2);
+    youngStaging = await plant(`.staging/${newId()}.part`, 0);
+    youngOrphan = await plant(`${deviceId}/${newId()}.tmp`, 0);
+    tusPart = await plant(`.tus/${newId()}`, HOURS_2);
+    victim = await uploadFile(api, 'victim.txt', 'will vanish');
+    victimKey = (await resourceRow(env, victim.id)).storage_key!;
+    await fs.rm(path.join(env.uploadDir, victimKey));
+    cursor = await feedCursorNow(api);
+  });
+
+  test('fsck reports both and exits non-zero, and changes nothing', async () => {
+    const { code, stdout } = await runFsck();
+
+    expect(code).toBe(1);
+    expect(stdout).toContain(`orphan file: ${orphan}`);
+    expect(stdout).toContain(`orphan file: ${staleStaging}`);
+    expect(stdout).toContain(`missing content: resource ${victim.id}`);
+    // Young files may belong to a commit in flight, and other components' upload folders are not ours.
+    for (const key of [youngStaging, youngOrphan, tusPart]) expect(stdout).not.toContain(key);
+    expect(stdout).toContain('found 2 orphan files and 1 resources with missing content');
+    expect(await onDisk(env, orphan)).toBe(true);
+    expect((await resourceRow(env, victim.id)).storage_key).toBe(victimKey);
+  });
+
+  test('--min-age=0 also reports a young orphan', async () => {
+    const { code, stdout } = await runFsck(['--min-age=0']);
+    expect(code).toBe(1);
+    expect(stdout).toContain(`orphan file: ${youngOrphan}`);
+  });
+
+  test('--repair removes the orphans and detaches the missing content, as a change in the feed; then fsck is clean', async () => {
+    const { code, stdout } = await runFsck(['--repair']);
+
+    expect(code).toBe(0);
+    expect(stdout).toContain('repaired: removed 2 orphan files; detached the missing content of 1 resources');
+    expect(await onDisk(env, orphan)).toBe(false);
+    expect(await onDisk(env, staleStaging)).toBe(false);
+    for (const key of [youngStaging, youngOrphan, tusPart]) expect(await onDisk(env, key)).toBe(true);
+    expect(await resourceRow(env, victim.id)).toMatchObject({ storage_key: null, rev: victim.rev + 1 });
+    const file = await api.get(`/v1/files/${victim.id}`);
+    expect(file.body).toMatchObject({ size: 0, rev: victim.rev + 1 });
+    expect(file.body.sha256).toBeUndefined();
+    expect((await api.get(`/v1/files/${victim.id}/content`)).status).toBe(404);
+    const change = (await changesSince(api, cursor)).get(victim.id);
+    expect(change).toMatchObject({ deleted: false, rev: victim.rev + 1, size: 0 });
+    expect(change?.sha256).toBeUndefined();
+
+    expect((await runFsck()).code).toBe(0);
+  });
+});
