@@ -90,5 +90,4 @@ export class UploadsService {
       await this.store.remove(upload.id);
     }
   }
-
 }
