@@ -1,11 +1,11 @@
 import { createHash, type Hash } from 'node:crypto';
-import { createReadStream, promises as fs } from 'node:fs';
+import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
 import type http from 'node:http';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { FileStore } from '@tus/file-store';
-import { Upload } from '@tus/server';
+import { ERRORS, Upload } from '@tus/server';
 
 /** Resumable uploads live here, under the upload directory: same file system, so completion is a rename. */
 export const TUS_DIR = '.tus';
@@ -17,6 +17,8 @@ export function tusDirectory(uploadDir: string): string {
 /** Upload ids are ours (32 hex); anything else in the folder is not an upload's. */
 const UPLOAD_ID = /^[0-9a-f]{32}$/;
 
+const WRITE_BUFFER = 1024 * 1024;
+
 /** Hash states kept for uploads in progress on this gateway; beyond this the oldest is dropped (and hashed from disk later). */
 const MAX_HASH_STATES = 10_000;
 
@@ -27,9 +29,9 @@ interface HashState {
 
 /**
  * The tus file store (bytes in `<id>`, the upload's info in `<id>.json`, both on disk so they survive
- * a restart and can be shared by several gateways), with three additions:
+ * a restart and can be shared by several gateways), with these changes:
  * - it hashes the bytes while PATCHes write them, as long as they arrive in order on this gateway,
- *   so completion need not read the file again;
+ *   so completion need not read the file again, and writes them through a 1 MiB buffer;
  * - it does not advertise creation-defer-length: the contract requires Upload-Length;
  * - its expiry sweep tolerates half-removed uploads (bytes without info or info without bytes).
  */
@@ -43,18 +45,32 @@ export class TusStore extends FileStore {
     this.extensions = ['creation', 'creation-with-upload', 'termination', 'expiration'];
   }
 
+  /**
+   * FileStore's write, with two changes: the file is written through a 1 MiB buffer, so chunks that
+   * arrive while a write is under way go out together in one writev (as the staging of POST /files
+   * does) instead of one 16 KiB write per network chunk; and the bytes are hashed as they pass.
+   */
   override async write(readable: http.IncomingMessage | Readable, id: string, offset: number): Promise<number> {
     const state = this.hashes.get(id);
     this.hashes.delete(id);
     const hash = offset === 0 ? createHash('sha256') : state?.offset === offset ? state.hash : undefined;
-    if (!hash) return super.write(readable, id, offset);
-    // An observer rather than a stage of the pipeline: every chunk the stream emits is the chunk
-    // FileStore writes, and nothing is added to the path of the bytes.
-    readable.on('data', (chunk: Buffer) => hash.update(chunk));
-    // FileStore.write resolves with the new offset once every emitted byte is on disk.
-    const newOffset = await super.write(readable, id, offset);
-    if (this.hashes.size >= MAX_HASH_STATES) this.hashes.delete(this.hashes.keys().next().value as string);
-    this.hashes.set(id, { hash, offset: newOffset });
+    let received = 0;
+    // An observer rather than a stage of the pipeline: every chunk the stream emits is a chunk the
+    // file stream is given, and nothing is added to the path of the bytes.
+    readable.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      hash?.update(chunk);
+    });
+    try {
+      await pipeline(readable, createWriteStream(this.bytesPath(id), { flags: 'r+', start: offset, highWaterMark: WRITE_BUFFER }));
+    } catch {
+      throw ERRORS.FILE_WRITE_ERROR;
+    }
+    const newOffset = offset + received;
+    if (hash) {
+      if (this.hashes.size >= MAX_HASH_STATES) this.hashes.delete(this.hashes.keys().next().value as string);
+      this.hashes.set(id, { hash, offset: newOffset });
+    }
     return newOffset;
   }
 
