@@ -90,7 +90,8 @@ export const uploadPaths = {
           headers: { 'Upload-Offset': OFFSET, 'Upload-Length': header('total size', { type: 'integer' }), 'Upload-Expires': EXPIRES, 'Cache-Control': header('no-store') },
         },
         '401': bare('missing or invalid token'),
-        '404': bare('no such upload of the caller (finished, terminated, expired, or another user\'s)'),
+        '404': bare('no such upload of the caller (finished, terminated, removed after expiry, or another user\'s)'),
+        '410': bare('expired, its bytes not yet removed by the scheduled job'),
       },
     },
     patch: {
@@ -119,6 +120,7 @@ export const uploadPaths = {
         '400': error('at completion: sha256 mismatch, or id already in use (INVALID_REQUEST)'),
         '401': error('missing or invalid token (UNAUTHORIZED)'),
         '404': error('no such upload of the caller; at completion, the folder or file is gone (NOT_FOUND)'),
+        '410': error('the upload expired (NOT_FOUND)'),
         '409': error('Upload-Offset is not the current offset (INVALID_REQUEST), or at completion a name clash (NAME_CONFLICT)'),
         '412': error('Tus-Resumable missing, or at completion an If-Match / If-None-Match that does not hold (PRECONDITION_FAILED)'),
         '413': error('more bytes than Upload-Length (FILE_TOO_LARGE)'),
