@@ -40,6 +40,7 @@ import { syncRoutes } from './sync/sync.routes';
 import type { SyncClient } from './sync/sync.client';
 import { trashRoutes } from './trash/trash.routes';
 import { TrashService } from './trash/trash.service';
+import { createUploads, type UploadsModule } from './uploads/uploads.module';
 import { userRoutes } from './users/users.routes';
 
 export interface GatewayDeps {
@@ -58,7 +59,9 @@ export interface Gateway {
   hasher: PasswordHasher;
   storage: StagingStorage;
   metrics: GatewayMetrics;
-  /** Closes what buildGateway opened itself (the rate limits' Redis connection). */
+  /** Resumable uploads; `ready()` once their lock's Redis subscription is up. */
+  uploads: UploadsModule;
+  /** Closes what buildGateway opened itself (the Redis connections of the rate limits and the upload lock). */
   close(): Promise<void>;
 }
 
@@ -83,6 +86,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const authenticated = requireUser(tokens, users);
   const metrics = new GatewayMetrics(sync.queues);
+  const uploads = createUploads({ config, files, content, resources, authenticated, logger });
   const limits = new RateLimits(config.redisUrl, config.queuePrefix, logger);
   const basicFailures = new FailureLimit(limits.store('admin-basic'), config.loginRateLimit, (err) =>
     logger.warn({ reason: err instanceof Error ? err.message : String(err) }, 'dashboard failure limit: Redis unavailable, not counted'),
@@ -138,6 +142,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // The sync batch is parsed by its own route without loss of 64-bit integers, so it comes first.
   v1.use(syncRoutes(metrics.meterSync(sync), resources, authenticated));
   v1.use(changeRoutes(feed, authenticated));
+  // tus bodies are raw bytes, streamed by the library; no body parser may touch them.
+  v1.use(uploads.router);
   // Raw content bodies of any type, so also ahead of the JSON parser.
   v1.use(contentRoutes(content, storage, config.maxUploadBytes, authenticated));
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
@@ -150,5 +156,14 @@ export function buildGateway(deps: GatewayDeps): Gateway {
 
   app.use(notFoundHandler);
   app.use(errorHandler);
-  return { app, hasher, storage, metrics, close: () => limits.close() };
+  return {
+    app,
+    hasher,
+    storage,
+    metrics,
+    uploads,
+    close: async () => {
+      await Promise.all([limits.close(), uploads.close()]);
+    },
+  };
 }

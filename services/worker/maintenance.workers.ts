@@ -1,3 +1,4 @@
+import { promises as fs } from 'node:fs';
 import { Queue, Worker } from 'bullmq';
 import type { Config } from '../../shared/config';
 import type { Db } from '../../shared/db/knex';
@@ -7,14 +8,17 @@ import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
 import type { Logger } from '../../shared/logger';
 import { RedisChangeNotifier } from '../../shared/queue/change.channel';
 import {
+  EXPIRE_UPLOADS_JOB,
   MAINTENANCE_JOB_OPTIONS,
   MAINTENANCE_QUEUE,
   PURGE_TRASH_JOB,
   purgeIntervalMs,
+  uploadExpirySweepMs,
   type MaintenanceJobData,
   type MaintenanceJobResult,
 } from '../../shared/queue/maintenance.contract';
 import { redisOptions } from '../../shared/queue/sync.contract';
+import { TusStore, tusDirectory } from '../../shared/uploads/tus.store';
 
 /** One scheduled housekeeping task: its job name (also its scheduler id), how often, and the work. */
 export interface MaintenanceTask {
@@ -33,11 +37,26 @@ export function maintenanceTasks(config: Config, owners: OwnerTransactions, db: 
   const trash = new TrashRepository(db);
   const purger = new TrashPurger(owners, trash, config.uploadDir, logger);
   const retention = retentionMs(config.trashRetentionDays);
+  let uploads: TusStore | undefined;
   return [
     {
       name: PURGE_TRASH_JOB,
       everyMs: purgeIntervalMs(retention),
       run: async () => ({ ...(await purger.purgeExpired(new Date(Date.now() - retention))) }),
+    },
+    {
+      // Resumable uploads not finished within UPLOAD_EXPIRY_HOURS: their bytes and info leave the disk.
+      name: EXPIRE_UPLOADS_JOB,
+      everyMs: uploadExpirySweepMs(config.uploadExpiryMs),
+      run: async () => {
+        // Made once its folder is known to exist: the store's constructor creates the folder without
+        // a way to report failure, and a missing volume should fail a run, not the process.
+        if (!uploads) {
+          await fs.mkdir(tusDirectory(config.uploadDir), { recursive: true });
+          uploads = new TusStore(config.uploadDir, config.uploadExpiryMs);
+        }
+        return { uploadsRemoved: await uploads.deleteExpired() };
+      },
     },
   ];
 }

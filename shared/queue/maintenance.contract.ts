@@ -10,8 +10,9 @@ export const MAINTENANCE_QUEUE = 'maintenance';
 
 /** Job names, also the ids of their schedulers. */
 export const PURGE_TRASH_JOB = 'purge-trash';
+export const EXPIRE_UPLOADS_JOB = 'expire-uploads';
 
-export type MaintenanceJobName = typeof PURGE_TRASH_JOB;
+export type MaintenanceJobName = typeof PURGE_TRASH_JOB | typeof EXPIRE_UPLOADS_JOB;
 
 /** Empty: a run needs nothing but the configuration of the worker that takes it. */
 export type MaintenanceJobData = Record<string, never>;
@@ -31,6 +32,14 @@ export const MAINTENANCE_JOB_OPTIONS: Omit<JobsOptions, 'jobId' | 'repeat' | 'de
 /** How often the trash purge runs: a small share of the retention, between a second and an hour. */
 export function purgeIntervalMs(retentionMs: number): number {
   return Math.min(3600_000, Math.max(1000, Math.round(retentionMs / 24)));
+}
+
+/**
+ * How often expired resumable uploads are removed: a quarter of the expiry period, between a second
+ * and 15 minutes, so their bytes are gone at most that long after they expired.
+ */
+export function uploadExpirySweepMs(expiryMs: number): number {
+  return Math.min(15 * 60_000, Math.max(1000, Math.floor(expiryMs / 4)));
 }
 
 /** A producer-side handle on the queue, for the dashboard. */

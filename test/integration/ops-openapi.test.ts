@@ -19,16 +19,20 @@ let env: TestEnv;
 let sync: SyncClient;
 let app: Express;
 let gateway: RunningGateway;
+let closeSecond: () => Promise<void>;
 
 beforeAll(async () => {
   env = await createTestEnv();
   sync = new SyncClient({ redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 1000, db: env.db }, createLogger('gateway', 'silent'));
   gateway = await startGateway(env);
-  app = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes: gateway.changes, logger: createLogger('gateway', 'silent') }).app;
+  const second = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes: gateway.changes, logger: createLogger('gateway', 'silent') });
+  app = second.app;
+  closeSecond = () => second.close();
 });
 
 afterAll(async () => {
   await sync?.close();
+  await closeSecond?.();
   await gateway?.close();
   await env?.dropAll();
 });
@@ -52,8 +56,9 @@ function servedOperations(router: { listRoutes?: () => RouteInfo[] }, prefix = '
     const full = `${prefix}/${route.path}`.replace(/\/+/g, '/').replace(/(.)\/$/, '$1');
     if (route.router) return servedOperations(route.router, full);
     const openapiPath = full.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-    // GET routes also answer HEAD implicitly; OpenAPI describes the GET.
-    return (route.methods ?? []).filter((m) => m !== 'HEAD').map((m) => `${m} ${openapiPath}`);
+    // GET routes also answer HEAD implicitly; OpenAPI describes the GET. A HEAD of its own (tus) stays.
+    const methods = route.methods ?? [];
+    return methods.filter((m) => m !== 'HEAD' || !methods.includes('GET')).map((m) => `${m} ${openapiPath}`);
   });
 }
 

@@ -52,7 +52,7 @@ async function untilLockWait(): Promise<void> {
   for (const end = Date.now() + 20000; Date.now() < end; ) {
     const rows = await env.db.raw(
       `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST
-       WHERE DB = ? AND COMMAND = 'Query' AND INFO LIKE 'select \`id\` from \`users\` where%for update'`,
+       WHERE DB = ? AND COMMAND = 'Query' AND INFO LIKE 'select \`change_seq\` from \`users\` where%for update'`,
       [env.name],
     );
     if (Number(rows[0][0].n) > 0) return;

@@ -3,7 +3,7 @@ import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { TrashRepository } from '../../shared/db/trash.repository';
 import { TrashPurger } from '../../shared/lifecycle/trash.purger';
 import { createLogger } from '../../shared/logger';
-import { MAINTENANCE_QUEUE, PURGE_TRASH_JOB } from '../../shared/queue/maintenance.contract';
+import { EXPIRE_UPLOADS_JOB, MAINTENANCE_QUEUE, PURGE_TRASH_JOB, uploadExpirySweepMs } from '../../shared/queue/maintenance.contract';
 import { redisOptions } from '../../shared/queue/sync.contract';
 import { startMaintenance, type MaintenanceWorkers } from '../../services/worker/maintenance.workers';
 import { Api } from '../support/client';
@@ -72,11 +72,15 @@ describe('with the maintenance worker in this process', () => {
     const queue = new Queue(MAINTENANCE_QUEUE, { connection: redisOptions(env.config.redisUrl, 'producer'), prefix: env.config.queuePrefix });
     try {
       const schedulers = await queue.getJobSchedulers();
-      expect(schedulers.map((s) => ({ key: s.key, name: s.name, every: Number(s.every) }))).toEqual([
+      // One scheduler per task: the trash purge, and the expiry of resumable uploads beside it.
+      const byKey = schedulers.map((s) => ({ key: s.key, name: s.name, every: Number(s.every) })).sort((a, b) => a.key.localeCompare(b.key));
+      expect(byKey).toEqual([
+        { key: EXPIRE_UPLOADS_JOB, name: EXPIRE_UPLOADS_JOB, every: uploadExpirySweepMs(env.config.uploadExpiryMs) },
         { key: PURGE_TRASH_JOB, name: PURGE_TRASH_JOB, every: 1000 },
       ]);
-      await eventually('a completed purge run', async () => (await queue.getCompletedCount()) > 0);
-      const [run] = await queue.getJobs(['completed'], 0, 0);
+      const purgeRun = async () => (await queue.getJobs(['completed'])).find((job) => job.name === PURGE_TRASH_JOB);
+      await eventually('a completed purge run', async () => (await purgeRun()) !== undefined);
+      const run = await purgeRun();
       expect(run?.returnvalue).toEqual({ purged: expect.any(Number), filesRemoved: expect.any(Number) });
     } finally {
       await queue.close();

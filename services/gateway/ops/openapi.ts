@@ -10,6 +10,7 @@ import { filePaths } from './openapi/files.paths';
 import { operationPaths } from './openapi/ops.paths';
 import { syncPaths } from './openapi/sync.paths';
 import { trashParameters, trashPaths, trashSchemas, trashTag } from './openapi/trash.paths';
+import { uploadPaths } from './openapi/uploads.paths';
 
 export const openapiDocument = {
   openapi: '3.1.0',
@@ -37,6 +38,7 @@ export const openapiDocument = {
     { name: 'files', description: 'files, folders and their content' },
     { name: 'sync', description: 'outbox synchronisation, the permission snapshot and the change feed' },
     trashTag,
+    { name: 'uploads', description: 'resumable uploads over tus 1.0.0' },
     { name: 'operations', description: 'health, readiness, metrics and this description' },
   ],
   paths: {
@@ -44,6 +46,7 @@ export const openapiDocument = {
     ...filePaths,
     ...syncPaths,
     ...trashPaths,
+    ...uploadPaths,
     ...operationPaths,
   },
   components: {

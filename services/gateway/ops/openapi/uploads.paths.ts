@@ -1,0 +1,141 @@
+/**
+ * /v1/uploads in the OpenAPI description: tus 1.0.0 (core, creation, termination, expiration).
+ * Merged into the document by ../openapi.ts.
+ */
+
+const errorBody = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
+const error = (description: string) => ({ description, content: errorBody });
+/** HEAD answers carry no body, so their errors are described by status alone. */
+const bare = (description: string) => ({ description });
+
+const TUS_RESUMABLE = { name: 'Tus-Resumable', in: 'header', required: true, schema: { const: '1.0.0' } };
+const UPLOAD_ID = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: 'the upload id, from the Location of its creation',
+  schema: { type: 'string', pattern: '^[0-9a-f]{32}$' },
+};
+const header = (description: string, schema: object = { type: 'string' }) => ({ description, schema });
+const EXPIRES = header('RFC 9110 date after which the unfinished upload is removed (UPLOAD_EXPIRY_HOURS after its creation)');
+const OFFSET = header('bytes received so far', { type: 'integer', minimum: 0 });
+const TUS_HEADERS = {
+  'Tus-Version': header('protocol versions spoken', { const: '1.0.0' }),
+  'Tus-Extension': header('creation,creation-with-upload,termination,expiration'),
+  'Tus-Max-Size': header('MAX_UPLOAD_BYTES', { type: 'integer' }),
+};
+
+const metadataDescription = [
+  'Comma-separated `key base64(value)` pairs. Keys: `name` (required; the rules of file names),',
+  '`folderId` (where the new file goes; absent or empty: the root), `id` (the new resource id, as in',
+  'POST /files) or `fileId` (replace that file\'s content instead, as PUT /files/{id}/content), `sha256`',
+  '(64 hex characters the bytes must hash to), and optionally `filetype` or `type` (the media type).',
+].join(' ');
+
+export const uploadPaths = {
+  '/v1/uploads': {
+    options: {
+      tags: ['uploads'],
+      operationId: 'tusOptions',
+      summary: 'tus discovery: versions, extensions and the size limit (no token needed)',
+      security: [],
+      responses: { '204': { description: 'what the server supports', headers: TUS_HEADERS } },
+    },
+    post: {
+      tags: ['uploads'],
+      operationId: 'createUpload',
+      summary: 'Create a resumable upload (tus creation)',
+      description: [
+        'The upload belongs to the caller: anyone else gets 404 on it. With `fileId`, an `If-Match: "<sha256>"`',
+        'or `If-None-Match: *` given here is checked when the content is replaced, as PUT /files/{id}/content does.',
+        'The target folder (or file) is checked now and again at completion.',
+      ].join(' '),
+      parameters: [
+        TUS_RESUMABLE,
+        { name: 'Upload-Length', in: 'header', required: true, description: 'total size in bytes, at most MAX_UPLOAD_BYTES', schema: { type: 'integer', minimum: 0 } },
+        { name: 'Upload-Metadata', in: 'header', required: true, description: metadataDescription, schema: { type: 'string' } },
+        { name: 'If-Match', in: 'header', required: false, description: 'with fileId: the content it must still have', schema: { type: 'string' } },
+        { name: 'If-None-Match', in: 'header', required: false, description: 'with fileId: `*`, the file must have no content yet', schema: { type: 'string' } },
+      ],
+      responses: {
+        '201': {
+          description: 'created; PATCH the bytes to the Location',
+          headers: { Location: header('/v1/uploads/{id}'), 'Upload-Expires': EXPIRES, 'Tus-Resumable': header('1.0.0') },
+        },
+        '400': error('Upload-Length missing, or metadata invalid: name missing or invalid, malformed ids, both id and fileId, malformed sha256 (INVALID_REQUEST)'),
+        '401': error('missing or invalid token (UNAUTHORIZED)'),
+        '404': error('folderId is not an active folder of the caller, or fileId not an active file of the caller (NOT_FOUND)'),
+        '412': error('Tus-Resumable missing (PRECONDITION_FAILED)'),
+        '413': error('Upload-Length over MAX_UPLOAD_BYTES (FILE_TOO_LARGE)'),
+      },
+    },
+  },
+  '/v1/uploads/{id}': {
+    options: {
+      tags: ['uploads'],
+      operationId: 'tusUploadOptions',
+      summary: 'tus discovery on an upload URL (no token needed)',
+      security: [],
+      parameters: [UPLOAD_ID],
+      responses: { '204': { description: 'what the server supports', headers: TUS_HEADERS } },
+    },
+    head: {
+      tags: ['uploads'],
+      operationId: 'uploadOffset',
+      summary: 'Where to resume: the offset of an upload of the caller',
+      parameters: [UPLOAD_ID, TUS_RESUMABLE],
+      responses: {
+        '200': {
+          description: 'the upload',
+          headers: { 'Upload-Offset': OFFSET, 'Upload-Length': header('total size', { type: 'integer' }), 'Upload-Expires': EXPIRES, 'Cache-Control': header('no-store') },
+        },
+        '401': bare('missing or invalid token'),
+        '404': bare('no such upload of the caller (finished, terminated, removed after expiry, or another user\'s)'),
+        '410': bare('expired, its bytes not yet removed by the scheduled job'),
+      },
+    },
+    patch: {
+      tags: ['uploads'],
+      operationId: 'uploadBytes',
+      summary: 'Send bytes from Upload-Offset; the last byte creates the file',
+      description: [
+        'Answers 204 with the new Upload-Offset while bytes are missing. The PATCH that brings the last byte',
+        'creates the file (or, with fileId, replaces its content) with the rules and errors of POST /files',
+        '(PUT /files/{id}/content) and answers 200 with the File; on an error it answers that error and the',
+        'upload\'s bytes are removed.',
+      ].join(' '),
+      parameters: [
+        UPLOAD_ID,
+        TUS_RESUMABLE,
+        { name: 'Upload-Offset', in: 'header', required: true, description: 'must equal the current offset', schema: { type: 'integer', minimum: 0 } },
+      ],
+      requestBody: { required: true, content: { 'application/offset+octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+      responses: {
+        '200': {
+          description: 'the upload is complete: the new (or updated) file',
+          headers: { 'Upload-Offset': OFFSET },
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/File' } } },
+        },
+        '204': { description: 'bytes stored', headers: { 'Upload-Offset': OFFSET, 'Upload-Expires': EXPIRES } },
+        '400': error('at completion: sha256 mismatch, or id already in use (INVALID_REQUEST)'),
+        '401': error('missing or invalid token (UNAUTHORIZED)'),
+        '404': error('no such upload of the caller; at completion, the folder or file is gone (NOT_FOUND)'),
+        '410': error('the upload expired (NOT_FOUND)'),
+        '409': error('Upload-Offset is not the current offset (INVALID_REQUEST), or at completion a name clash (NAME_CONFLICT)'),
+        '412': error('Tus-Resumable missing, or at completion an If-Match / If-None-Match that does not hold (PRECONDITION_FAILED)'),
+        '413': error('more bytes than Upload-Length (FILE_TOO_LARGE)'),
+      },
+    },
+    delete: {
+      tags: ['uploads'],
+      operationId: 'terminateUpload',
+      summary: 'Terminate an upload: its bytes are removed (tus termination)',
+      parameters: [UPLOAD_ID, TUS_RESUMABLE],
+      responses: {
+        '204': { description: 'removed' },
+        '401': error('missing or invalid token (UNAUTHORIZED)'),
+        '404': error('no such upload of the caller (NOT_FOUND)'),
+      },
+    },
+  },
+} as const;

@@ -1,0 +1,41 @@
+import type { RequestHandler, Router } from 'express';
+import type { Config } from '../../../shared/config';
+import type { ResourceRepository } from '../../../shared/db/resource.repository';
+import type { Logger } from '../../../shared/logger';
+import { TusStore } from '../../../shared/uploads/tus.store';
+import { RedisLocker } from './redis.locker';
+import { buildTusServer } from './tus.server';
+import { uploadRoutes } from './uploads.routes';
+import { UploadsService, type ContentTarget, type FileTarget } from './uploads.service';
+
+export interface UploadsModule {
+  router: Router;
+  service: UploadsService;
+  ready(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Resumable uploads: the tus server on a disk store under the upload directory, locked through
+ * Redis. Their expiry is a maintenance task of the workers (services/worker/maintenance.workers.ts).
+ */
+export function createUploads(deps: {
+  config: Config;
+  files: FileTarget;
+  content: ContentTarget;
+  resources: ResourceRepository;
+  authenticated: RequestHandler;
+  logger: Logger;
+}): UploadsModule {
+  const { config, logger } = deps;
+  const store = new TusStore(config.uploadDir, config.uploadExpiryMs);
+  const locker = new RedisLocker({ redisUrl: config.redisUrl, prefix: config.queuePrefix }, logger);
+  const service = new UploadsService(store, deps.files, deps.content, deps.resources);
+  const tus = buildTusServer({ store, locker, uploads: service, maxUploadBytes: config.maxUploadBytes, logger });
+  return {
+    router: uploadRoutes(tus, deps.authenticated),
+    service,
+    ready: () => locker.ready(),
+    close: () => locker.close(),
+  };
+}

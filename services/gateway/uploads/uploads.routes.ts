@@ -1,0 +1,44 @@
+import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { Server } from '@tus/server';
+import { invalid, notFound } from '../../../shared/errors';
+
+/**
+ * /v1/uploads speaks tus 1.0.0 through @tus/server. Every request but the CORS/tus preflight
+ * (OPTIONS) needs a Bearer token; the tus hooks then scope each upload to its creator. Only the
+ * methods tus uses reach the library, each on its own URL: POST on the collection; HEAD, PATCH and
+ * DELETE on an upload.
+ */
+export function uploadRoutes(tus: Server, authenticated: RequestHandler): Router {
+  const router = Router();
+
+  const methodOf = (req: Request) => {
+    // tus honours X-HTTP-Method-Override, so the checks below look at the method it will act on.
+    const override = req.headers['x-http-method-override'];
+    return (typeof override === 'string' ? override : req.method).toUpperCase();
+  };
+
+  const guard = (allowed: string[]) => (req: Request, res: Response, next: NextFunction) => {
+    const method = methodOf(req);
+    if (method === 'OPTIONS') return next();
+    if (!allowed.includes(method)) return next(notFound('no such route'));
+    return authenticated(req, res, (err?: unknown) => {
+      // The library would take Upload-Defer-Length (501 without the extension); the contract wants the length.
+      if (!err && method === 'POST' && req.headers['upload-length'] === undefined) return next(invalid('Upload-Length is required'));
+      next(err);
+    });
+  };
+
+  const handle = (req: Request, res: Response, next: NextFunction) => {
+    tus.handle(req, res).catch(next);
+  };
+
+  const collection = guard(['POST']);
+  const upload = guard(['HEAD', 'PATCH', 'DELETE']);
+  router.options('/uploads', collection, handle);
+  router.post('/uploads', collection, handle);
+  router.options('/uploads/:id', upload, handle);
+  router.head('/uploads/:id', upload, handle);
+  router.patch('/uploads/:id', upload, handle);
+  router.delete('/uploads/:id', upload, handle);
+  return router;
+}
