@@ -1,3 +1,6 @@
+import IORedis from 'ioredis';
+import { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { ResourceRepository } from '../../shared/db/resource.repository';
 import { newId } from '../../shared/ids';
 import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { Api } from '../support/client';
@@ -274,6 +277,36 @@ describe('long poll', () => {
     expectError(refused, 429, 'RATE_LIMITED');
     expect(refused.headers.get('retry-after')).toBe('1');
     await Promise.all(held);
+  });
+
+  test('after the subscription reconnects, held requests read the feed again instead of waiting out their time', async () => {
+    const { api, userId } = await newUser();
+    const { cursor } = await feed(api);
+    const held = feed(api, { cursor, wait: 30 });
+    await new Promise((r) => setTimeout(r, 300));
+    // A change whose notification is lost: committed without telling anyone.
+    const id = newId();
+    await new OwnerTransactions(env.db).run(userId, (trx, clock) =>
+      new ResourceRepository(trx).insert({
+        id, userId, parentId: null, type: 'folder', name: 'unannounced', sizeBytes: 0, mimeType: null,
+        extension: null, storageKey: null, contentSha256: null, createdAt: new Date(), changeSeq: clock.next(),
+      }),
+    );
+    const started = Date.now();
+    const redis = new IORedis('redis://127.0.0.1:6379');
+    try {
+      const clients = (await redis.client('LIST')) as string;
+      const mine = clients.split('\n').filter((line) => line.includes(` name=${env.name}-change-feed `));
+      expect(mine).toHaveLength(1);
+      await redis.client('KILL', 'ID', /\bid=(\d+)/.exec(mine[0]!)![1]!);
+    } finally {
+      redis.disconnect();
+    }
+
+    const page = await held;
+
+    expect(page.items.map((i) => i.id)).toEqual([id]);
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   test('a client that hangs up lets go of its held request', async () => {

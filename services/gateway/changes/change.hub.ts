@@ -47,9 +47,16 @@ export class ChangeHub implements ChangeNotifier {
   ) {
     this.channel = changeChannel(prefix);
     this.publisher = new RedisChangeNotifier(redisUrl, prefix, logger);
-    this.subscriber = new IORedis(redisOptions(redisUrl, 'blocking'));
+    this.subscriber = new IORedis({ ...redisOptions(redisUrl, 'blocking'), connectionName: `${prefix}-change-feed` });
     this.subscriber.on('error', (err) => logger.debug({ err: err.message }, 'redis change subscriber connection error'));
     this.subscriber.on('message', (_channel: string, userId: string) => this.wake(userId));
+    // Messages published while the subscription was down are lost: after a reconnect every held
+    // request reads the feed once more rather than wait out its time.
+    let connected = false;
+    this.subscriber.on('ready', () => {
+      if (connected) this.wakeAll();
+      connected = true;
+    });
   }
 
   /** Resolves once the subscription is in place. */
@@ -100,10 +107,14 @@ export class ChangeHub implements ChangeNotifier {
     for (const waiter of [...own]) waiter.settle('changed');
   }
 
+  private wakeAll(outcome: WaitOutcome = 'changed'): void {
+    for (const own of [...this.waiters.values()]) for (const waiter of [...own]) waiter.settle(outcome);
+  }
+
   /** Answers every held request at once, so a shutdown does not wait for their timeouts. */
   async close(): Promise<void> {
     this.closing = true;
-    for (const own of [...this.waiters.values()]) for (const waiter of [...own]) waiter.settle('closing');
+    this.wakeAll('closing');
     this.subscriber.disconnect();
     this.publisher.close();
     this.logger.debug('change hub closed');
