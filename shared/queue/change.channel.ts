@@ -18,11 +18,17 @@ export class RedisChangeNotifier implements ChangeNotifier {
   private readonly channel: string;
 
   constructor(redisUrl: string, prefix: string, private readonly logger: Logger) {
-    // Unlike a queue producer, a notification may wait for the connection: during start-up or a short
-    // reconnect it is queued rather than lost (and dropped after one retry while Redis stays away).
-    this.redis = new IORedis({ ...redisOptions(redisUrl, 'producer'), enableOfflineQueue: true });
+    // Unlike a queue producer, a notification may wait for the connection: during start-up, a slow
+    // connect or a short reconnect it is queued rather than lost (and dropped after a few attempts
+    // while Redis stays away).
+    this.redis = new IORedis({ ...redisOptions(redisUrl, 'producer'), enableOfflineQueue: true, maxRetriesPerRequest: 5 });
     this.redis.on('error', (err) => logger.debug({ err: err.message }, 'redis change publisher connection error'));
     this.channel = changeChannel(prefix);
+  }
+
+  /** Resolves once the connection answers. */
+  async ready(): Promise<void> {
+    await this.redis.ping();
   }
 
   changed(userId: string): void {

@@ -59,9 +59,9 @@ export class ChangeHub implements ChangeNotifier {
     });
   }
 
-  /** Resolves once the subscription is in place. */
+  /** Resolves once the subscription is in place and the publisher answers. */
   async ready(): Promise<void> {
-    await this.subscriber.subscribe(this.channel);
+    await Promise.all([this.subscriber.subscribe(this.channel), this.publisher.ready()]);
   }
 
   get held(): number {
