@@ -5,6 +5,7 @@ import type { Db } from '../../shared/db/knex';
 import { ChangeRepository } from '../../shared/db/change.repository';
 import { DeviceRepository } from '../../shared/db/device.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { ListingRepository } from '../../shared/db/listing.repository';
 import { ResourceRepository } from '../../shared/db/resource.repository';
 import { UserRepository } from '../../shared/db/user.repository';
 import { newId } from '../../shared/ids';
@@ -61,7 +62,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const auth = new AuthService(users, devices, hasher, tokens);
   const storage = new StagingStorage(config.uploadDir);
   const owners = new OwnerTransactions(db, deps.changes);
-  const files = new FilesService(owners, resources, config.uploadDir);
+  const files = new FilesService(owners, resources, config.uploadDir, new ListingRepository(db));
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const authenticated = requireUser(tokens, users);
   const metrics = new GatewayMetrics(sync.queues);

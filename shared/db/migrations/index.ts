@@ -5,6 +5,8 @@ import * as createResources from './20261121000003_create_resources';
 import * as createOperationTraces from './20261121000004_create_operation_traces';
 import * as coverSnapshotIndex from './20261121000005_cover_snapshot_index';
 import * as addRevisionsAndChangeSequence from './20261122000001_add_revisions_and_change_sequence';
+import * as createDerivedTables from './20261123000001_create_derived_tables';
+import * as backfillDerivedTables from './20261123000002_backfill_derived_tables';
 
 interface Migration {
   name: string;
@@ -13,7 +15,16 @@ interface Migration {
 }
 
 /** Every migration, oldest first. Listed here so the same code runs from TypeScript and from dist/. */
-const MIGRATIONS: Migration[] = [createUsers, createDevices, createResources, createOperationTraces, coverSnapshotIndex, addRevisionsAndChangeSequence];
+const MIGRATIONS: Migration[] = [
+  createUsers,
+  createDevices,
+  createResources,
+  createOperationTraces,
+  coverSnapshotIndex,
+  addRevisionsAndChangeSequence,
+  createDerivedTables,
+  backfillDerivedTables,
+];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {
   getMigrations: async () => MIGRATIONS,
