@@ -16,8 +16,10 @@ const PROBED_GRAMS = 12;
  */
 const TERM = 'LOWER(CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin)';
 /** The rows of `r` (resources) and `p` (search_positions) whose trigrams are indexed. */
-const GRAMS_OF = `FROM resources r JOIN search_positions p ON p.n + ${GRAM - 1} <= CHAR_LENGTH(r.name)`;
+const GRAMS_OF = `FROM resources r JOIN search_positions p ON p.n <= CHAR_LENGTH(r.name) - ${GRAM - 1}`;
 const GRAM_OF_ROW = `CRC32(SUBSTRING(LOWER(r.name), p.n, ${GRAM}))`;
+/** Keeps the first occurrence of a trigram repeated within a name (binary LOCATE on the lowered name). */
+const FIRST_OCCURRENCE = `LOCATE(SUBSTRING(LOWER(r.name), p.n, ${GRAM}), LOWER(r.name)) = p.n`;
 /** The case-insensitive, accent-sensitive LIKE of today's search, evaluated on a name column. */
 export const NAME_MATCHES = `LOWER(name) LIKE ${TERM} ESCAPE '!'`;
 
@@ -46,7 +48,7 @@ export class SearchIndexRepository {
       await this.db.raw(
         `INSERT INTO search_grams (user_id, gram, name, resource_id)
          SELECT DISTINCT r.user_id, ${GRAM_OF_ROW}, r.name, r.id ${GRAMS_OF}
-         WHERE r.user_id = ? AND r.id IN (${marks(chunk.length)}) AND r.type = 'file' AND r.alive = 1`,
+         WHERE r.user_id = ? AND r.id IN (${marks(chunk.length)}) AND r.type = 'file' AND r.alive = 1 AND ${FIRST_OCCURRENCE}`,
         [userId, ...chunk],
       );
     }
@@ -73,7 +75,7 @@ export class SearchIndexRepository {
     if ([...text].length < GRAM) return undefined;
     const [rows] = (await this.db.raw(
       `SELECT CRC32(SUBSTRING(${TERM}, n, ${GRAM})) AS gram FROM search_positions
-       WHERE n + ${GRAM - 1} <= CHAR_LENGTH(CONVERT(? USING utf8mb4)) ORDER BY n`,
+       WHERE n <= CHAR_LENGTH(CONVERT(? USING utf8mb4)) - ${GRAM - 1} ORDER BY n`,
       [text, text],
     )) as [Array<{ gram: string | number }>];
     const grams = spread([...new Set(rows.map((r) => Number(r.gram)))], PROBED_GRAMS);
@@ -118,17 +120,17 @@ export class SearchIndexRepository {
   }
 
   /**
-   * Replaces one owner's index with one built from `resources` in bulk: the entries are inserted in
-   * key order (one sort instead of random B-tree inserts), and a trigram repeated within a name is
-   * skipped by IGNORE rather than by a DISTINCT over millions of rows.
+   * Replaces one owner's index with one built from `resources` in one statement. Repeated trigrams
+   * are left out by position rather than by a DISTINCT over millions of rows; IGNORE only skips the
+   * rare two trigrams of one name with the same CRC32. (Sorting the rows into key order first was
+   * measured slower than inserting them as they come.)
    */
   async rebuild(userId: string): Promise<void> {
     await this.db('search_grams').where({ user_id: userId }).delete();
     await this.db.raw(
       `INSERT IGNORE INTO search_grams (user_id, gram, name, resource_id)
        SELECT r.user_id, ${GRAM_OF_ROW}, r.name, r.id ${GRAMS_OF}
-       WHERE r.user_id = ? AND r.type = 'file' AND r.alive = 1
-       ORDER BY 2, 3, 4`,
+       WHERE r.user_id = ? AND r.type = 'file' AND r.alive = 1 AND ${FIRST_OCCURRENCE}`,
       [userId],
     );
   }

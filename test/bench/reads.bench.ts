@@ -53,7 +53,7 @@ export async function cannon(url: string, token: string | undefined, connections
  * for `durationS`, through a pool as large as the gateway's (20). What the reads cost without HTTP,
  * JSON and auth.
  */
-async function repositoryAlone(url: string, connections: number, durationS: number, call: (repo: ListingRepository) => Promise<unknown>) {
+export async function repositoryAlone(url: string, connections: number, durationS: number, call: (repo: ListingRepository) => Promise<unknown>) {
   const db = createDb(url, { max: 20 });
   const repo = new ListingRepository(db);
   try {
