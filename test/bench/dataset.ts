@@ -33,9 +33,10 @@ async function load(ctx: BenchContext, files: number): Promise<ReadDataset> {
   const noise = await noiseUsers;
   const [user] = await provisionUsers(client, adminToken, [`reads-${files}`]);
   const t = Date.now();
-  const seeder = new Seeder(stack.db);
-  let rows = await seeder.seedUser(user!.userId, files);
-  for (const other of noise) rows += await seeder.seedUser(other.userId, Math.round(files / noise.length), `n${files}-`);
+  const rows = await new Seeder(stack.db, log).seedUsers([
+    { userId: user!.userId, files },
+    ...noise.map((other) => ({ userId: other.userId, files: Math.round(files / noise.length), tag: `n${files}-` })),
+  ]);
   await stack.db.raw('ANALYZE TABLE resources, search_grams');
   log(`data: ${rows} rows for the ${files}-file user and 4 other users loaded in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   return { files, user: user!, active: files + Math.ceil(files / 100) };
