@@ -1,3 +1,4 @@
+import { crc32 } from 'node:zlib';
 import type { Knex } from 'knex';
 
 /** Longest IN list sent in one statement. */
@@ -73,12 +74,7 @@ export class SearchIndexRepository {
    */
   async rarestGram(userId: string, text: string): Promise<{ gram: number; entries: number } | undefined> {
     if ([...text].length < GRAM) return undefined;
-    const [rows] = (await this.db.raw(
-      `SELECT CRC32(SUBSTRING(${TERM}, n, ${GRAM})) AS gram FROM search_positions
-       WHERE n <= CHAR_LENGTH(CONVERT(? USING utf8mb4)) - ${GRAM - 1} ORDER BY n`,
-      [text, text],
-    )) as [Array<{ gram: string | number }>];
-    const grams = spread([...new Set(rows.map((r) => Number(r.gram)))], PROBED_GRAMS);
+    const grams = spread([...new Set(await this.gramsOf(text))], PROBED_GRAMS);
     if (grams.length === 0) return undefined;
     const [counts] = (await this.db.raw(
       grams
@@ -89,6 +85,23 @@ export class SearchIndexRepository {
     let best = { gram: grams[0]!, entries: Infinity };
     for (const c of counts) if (Number(c.n) < best.entries) best = { gram: Number(c.gram), entries: Number(c.n) };
     return best;
+  }
+
+  /**
+   * The hashed trigrams of LOWER(text). For ASCII, lowering is A-Z to a-z on every server and CRC32
+   * is the same function here, which saves a round trip; any other text is cut by the server itself.
+   */
+  private async gramsOf(text: string): Promise<number[]> {
+    if (/^[\x00-\x7f]*$/.test(text)) {
+      const lower = text.replace(/[A-Z]/g, (c) => c.toLowerCase());
+      return Array.from({ length: lower.length - GRAM + 1 }, (_, i) => crc32(lower.slice(i, i + GRAM)));
+    }
+    const [rows] = (await this.db.raw(
+      `SELECT CRC32(SUBSTRING(${TERM}, n, ${GRAM})) AS gram FROM search_positions
+       WHERE n <= CHAR_LENGTH(CONVERT(? USING utf8mb4)) - ${GRAM - 1} ORDER BY n`,
+      [text, text],
+    )) as [Array<{ gram: string | number }>];
+    return rows.map((r) => Number(r.gram));
   }
 
   /** Ids of the files on `gram`'s posting list whose name matches `pattern`, by name then id. */
