@@ -133,7 +133,7 @@ export class ResourceRepository {
   private readonly derived: DerivedData;
 
   constructor(private readonly db: Knex | Knex.Transaction) {
-    this.derived = new DerivedData(db);
+    this.derived = DerivedData.of(db);
   }
 
   withTransaction(trx: Knex.Transaction): ResourceRepository {

@@ -269,7 +269,7 @@ describe('GET /v1/files in a folder', () => {
           updated_at: at(i % 50),
         }));
         await env.db.batchInsert('resources', rows, 500);
-        await new DerivedData(env.db).activated(userId, rows.map((r) => r.id));
+        await DerivedData.of(env.db).activated(userId, rows.map((r) => r.id));
       });
 
       test('no limit gives a page of 50', async () => {

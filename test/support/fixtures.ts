@@ -60,13 +60,13 @@ export async function insertResource(db: Db, seed: ResourceSeed): Promise<string
     updated_at: seed.updatedAt ?? createdAt,
     deleted_at: seed.deletedAt ?? null,
   });
-  await new DerivedData(db).activated(seed.userId, [id]);
+  await DerivedData.of(db).activated(seed.userId, [id]);
   return id;
 }
 
 /** Soft-deletes a row directly at `at`, keeping counts and search index exact as the service does. */
 export async function markDeleted(db: Db, userId: string, id: string, at: Date): Promise<void> {
-  await new DerivedData(db).deactivating(userId, [id]);
+  await DerivedData.of(db).deactivating(userId, [id]);
   await db('resources').where({ id }).update({ deleted_at: at });
 }
 
