@@ -24,19 +24,28 @@ export class ListingRepository {
     this.index = new SearchIndexRepository(db);
   }
 
+  /**
+   * One page of a folder's files and its total, in one statement: the page by a deferred join and the
+   * total read from the folder's counter as a scalar subquery, so the folder is never counted. A page
+   * past the end has no row to carry the total; only then is the counter read on its own.
+   */
   async listFiles(userId: string, parentId: string | null, q: ListQuery): Promise<PageResult<ResourceRecord>> {
     const direction = q.descending ? 'desc' : 'asc';
+    const order: Order = [
+      { column: q.sort, order: direction },
+      { column: 'id', order: direction },
+    ];
+    const parentKey = parentId ?? '';
     const ids = this.db('resources')
-      .where({ user_id: userId, parent_key: parentId ?? '', type: 'file', alive: 1 })
-      .orderBy([
-        { column: q.sort, order: direction },
-        { column: 'id', order: direction },
-      ])
+      .where({ user_id: userId, parent_key: parentKey, type: 'file', alive: 1 })
+      .orderBy(order)
       .limit(q.limit)
       .offset(q.offset)
       .select('id');
-    const [items, total] = await Promise.all([this.rows(userId, ids, [{ column: q.sort, order: direction }, { column: 'id', order: direction }]), this.counters.filesIn(userId, parentId)]);
-    return { items, total };
+    const total = this.db('folder_file_counts').where({ user_id: userId, parent_key: parentKey }).select('files');
+    const rows = (await this.page(userId, ids, order).select(total.as('total_files'))) as Array<ResourceRow & { total_files: string | number | null }>;
+    if (rows.length === 0) return { items: [], total: await this.counters.filesIn(userId, parentId) };
+    return { items: rows.map(toRecord), total: Number(rows[0]!.total_files ?? 0) };
   }
 
   /**
@@ -58,14 +67,15 @@ export class ListingRepository {
       { column: idColumn, order: 'asc' },
     ];
     const ids = matching().orderBy(order).limit(limit).offset(offset).select(`${idColumn} as id`);
-    const [items, count] = await Promise.all([
-      this.rows(userId, ids, [
-        { column: 'name', order: 'asc' },
-        { column: 'id', order: 'asc' },
-      ]),
-      matching().count<{ n: number | string }[]>({ n: '*' }),
-    ]);
-    return { items, total: Number(count[0]?.n ?? 0) };
+    // The count rides along as a scalar subquery (evaluated once): one round trip for page and total.
+    const count = matching().count({ n: '*' });
+    const rows = (await this.page(userId, ids, [
+      { column: 'name', order: 'asc' },
+      { column: 'id', order: 'asc' },
+    ]).select(count.as('total_files'))) as Array<ResourceRow & { total_files: string | number }>;
+    if (rows.length > 0) return { items: rows.map(toRecord), total: Number(rows[0]!.total_files) };
+    const alone = await matching().count<{ n: number | string }[]>({ n: '*' });
+    return { items: [], total: Number(alone[0]?.n ?? 0) };
   }
 
   async listFolders(userId: string, parentId: string | null): Promise<ResourceRecord[]> {
@@ -77,15 +87,14 @@ export class ListingRepository {
   }
 
   /**
-   * The full rows of a page of ids: a deferred join, so the ids are picked on a covering index
-   * (filter, order, offset) and only the rows of the page are read in full.
+   * The full rows of a page of ids, as a query more columns can be added to: a deferred join, so the
+   * ids are picked on a covering index (filter, order, offset) and only the page's rows are read.
    */
-  private async rows(userId: string, ids: Knex.QueryBuilder, order: Order): Promise<ResourceRecord[]> {
-    const rows = await this.db('resources as r')
+  private page(userId: string, ids: Knex.QueryBuilder, order: Order): Knex.QueryBuilder {
+    return this.db('resources as r')
       .join(ids.as('page'), 'page.id', 'r.id')
       .where('r.user_id', userId)
       .orderBy(order.map((o) => ({ column: `r.${o.column}`, order: o.order })))
       .select(COLUMNS.map((c) => `r.${c}`));
-    return (rows as ResourceRow[]).map(toRecord);
   }
 }

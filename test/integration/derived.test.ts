@@ -105,6 +105,31 @@ describe('per-folder file counts', () => {
     expect((await api.get(`/v1/files/search?q=cnt`)).body.total).toBe(2);
   });
 
+  test('stay exact when one batch creates, moves, renames and deletes the same files', async () => {
+    const [a, b, f, g, h] = [newId(), newId(), newId(), newId(), newId()];
+    await sync([
+      create(a, 'folder', 'A-one'),
+      create(b, 'folder', 'B-one'),
+      create(f, 'file', 'f-one', a),
+      move(f, b),
+      rename(f, 'f-one-renamed'),
+      create(g, 'file', 'g-one', a),
+      remove(g),
+      create(h, 'file', 'h-one', a),
+      rename(h, 'h-one-2'),
+      rename(h, 'h-one-3'),
+      move(h, null),
+      move(h, b),
+    ]);
+    await expectExact([a, b], [0, 2]);
+    expect(await searchNames('-one')).toEqual(['f-one-renamed', 'h-one-3']);
+
+    // Files counted before the batch, moved and renamed twice within it.
+    await sync([move(f, a), rename(f, 'f-one-x'), move(f, b), move(f, a), rename(f, 'f-one-y'), remove(h)]);
+    await expectExact([a, b], [1, 0]);
+    expect(await searchNames('-one')).toEqual(['f-one-y']);
+  });
+
   test('a rename or move that fails on a name clash, after ops that commit, leaves counts and index exact', async () => {
     const [x, y, z, w, dir] = [newId(), newId(), newId(), newId(), newId()];
     await sync([create(dir, 'folder', 'dir-clash'), create(x, 'file', 'same-clash'), create(y, 'file', 'same-clash', dir)]);
