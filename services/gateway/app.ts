@@ -6,6 +6,7 @@ import type { Db } from '../../shared/db/knex';
 import { ChangeRepository } from '../../shared/db/change.repository';
 import { DeviceRepository } from '../../shared/db/device.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { ListingRepository } from '../../shared/db/listing.repository';
 import { ResourceRepository } from '../../shared/db/resource.repository';
 import { TrashRepository } from '../../shared/db/trash.repository';
 import { UserRepository } from '../../shared/db/user.repository';
@@ -79,7 +80,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const auth = new AuthService(users, devices, hasher, tokens);
   const storage = new StagingStorage(config.uploadDir);
   const owners = new OwnerTransactions(db, deps.changes);
-  const files = new FilesService(owners, resources, config.uploadDir);
+  const files = new FilesService(owners, resources, config.uploadDir, new ListingRepository(db));
   const trashRepo = new TrashRepository(db);
   const trash = new TrashService(owners, trashRepo, new TrashPurger(owners, trashRepo, config.uploadDir, logger));
   const content = new ContentService(owners, resources, config.uploadDir, logger);

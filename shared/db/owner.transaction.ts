@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { DerivedData } from './derived.hooks';
 import type { Db } from './knex';
 
 /**
@@ -49,7 +50,8 @@ export const silentNotifier: ChangeNotifier = { changed: () => undefined };
 /**
  * The one way to change an owner's tree: a transaction that locks the owner's row (serialising the
  * writes of one user across devices, workers and gateways), gives the work a clock for feed positions,
- * stores the clock's last position with the owner, and after the commit notifies the change feed.
+ * stores the clock's last position with the owner, writes the derived data that waited for the end
+ * (derived.hooks.ts), and after the commit notifies the change feed.
  */
 export class OwnerTransactions {
   constructor(
@@ -71,7 +73,9 @@ export class OwnerTransactions {
       if (begun) await begun(trx);
       const owner = await trx('users').where({ id: userId }).forUpdate().first<{ change_seq: string | number } | undefined>('change_seq');
       clock = new ChangeClock(userId, Number(owner?.change_seq ?? 0));
+      const derived = DerivedData.deferWithin(trx);
       const value = await work(trx, clock);
+      await derived.flush();
       if (clock.advanced) await trx('users').where({ id: userId }).update({ change_seq: clock.position });
       return value;
     });

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { DerivedData } from './derived.hooks';
 import { translateResourceWriteError } from './errors';
 import { changeColumns } from './owner.transaction';
 import { TreeRepository } from './tree.repository';
@@ -122,11 +123,6 @@ export const toRecord = (row: ResourceRow): ResourceRecord => ({
   changeSeq: Number(row.change_seq),
 });
 
-/** Escapes LIKE wildcards with '!' so that '%', '_' and '\' in a search are literal characters. */
-export function likeContains(text: string): string {
-  return `%${text.replace(/[!%_]/g, (c) => `!${c}`)}%`;
-}
-
 /** Longest IN list sent in one statement. */
 const CHUNK = 1000;
 
@@ -135,7 +131,12 @@ const CHUNK = 1000;
  * `alive = 1` selects active rows and is the column the indexes are built on.
  */
 export class ResourceRepository {
-  constructor(private readonly db: Knex | Knex.Transaction) {}
+  /** Counts and search index, kept with every write (derived.hooks.ts). */
+  private readonly derived: DerivedData;
+
+  constructor(private readonly db: Knex | Knex.Transaction) {
+    this.derived = DerivedData.of(db);
+  }
 
   withTransaction(trx: Knex.Transaction): ResourceRepository {
     return new ResourceRepository(trx);
@@ -150,64 +151,6 @@ export class ResourceRepository {
     if (type) q.andWhere({ type });
     const row = (await q.first(COLUMNS)) as ResourceRow | undefined;
     return row ? toRecord(row) : undefined;
-  }
-
-  async listFiles(userId: string, parentId: string | null, q: ListQuery): Promise<PageResult<ResourceRecord>> {
-    const direction = q.descending ? 'desc' : 'asc';
-    return this.page(
-      () => this.db('resources').where({ user_id: userId, parent_key: parentId ?? '', type: 'file', alive: 1 }),
-      [
-        { column: q.sort, order: direction },
-        { column: 'id', order: direction },
-      ],
-      q.limit,
-      q.offset,
-    );
-  }
-
-  /** Case-insensitive substring search on names; LOWER on both sides keeps accents significant. */
-  async searchFiles(userId: string, text: string, limit: number, offset: number): Promise<PageResult<ResourceRecord>> {
-    return this.page(
-      () =>
-        this.db('resources')
-          .where({ user_id: userId, type: 'file', alive: 1 })
-          .andWhereRaw("LOWER(name) LIKE LOWER(?) ESCAPE '!'", [likeContains(text)]),
-      [
-        { column: 'name', order: 'asc' },
-        { column: 'id', order: 'asc' },
-      ],
-      limit,
-      offset,
-    );
-  }
-
-  /**
-   * One page and the total. The page is a deferred join: the ids are picked on the covering index
-   * (filter, order, offset), and only the rows of the page are read in full.
-   */
-  private async page(
-    matching: () => Knex.QueryBuilder,
-    order: { column: string; order: 'asc' | 'desc' }[],
-    limit: number,
-    offset: number,
-  ): Promise<PageResult<ResourceRecord>> {
-    const ids = matching().orderBy(order).limit(limit).offset(offset).select('id');
-    const [rows, count] = await Promise.all([
-      this.db('resources as r')
-        .join(ids.as('page'), 'page.id', 'r.id')
-        .orderBy(order.map((o) => ({ column: `r.${o.column}`, order: o.order })))
-        .select(COLUMNS.map((c) => `r.${c}`)),
-      matching().count<{ n: number | string }[]>({ n: '*' }),
-    ]);
-    return { items: (rows as ResourceRow[]).map(toRecord), total: Number(count[0]?.n ?? 0) };
-  }
-
-  async listFolders(userId: string, parentId: string | null): Promise<ResourceRecord[]> {
-    const rows = await this.db('resources')
-      .where({ user_id: userId, parent_key: parentId ?? '', type: 'folder', alive: 1 })
-      .orderBy([{ column: 'name' }, { column: 'id' }])
-      .select(COLUMNS);
-    return (rows as ResourceRow[]).map(toRecord);
   }
 
   /** Inserts a resource; a sibling-name clash is NAME_CONFLICT, a taken id INVALID_REQUEST. */
@@ -238,11 +181,15 @@ export class ResourceRepository {
     } catch (err) {
       translateResourceWriteError(err);
     }
+    for (const userId of new Set(rows.map((r) => r.userId))) {
+      await this.derived.activated(userId, rows.filter((r) => r.userId === userId && r.type === 'file').map((r) => r.id));
+    }
   }
 
   async rename(userId: string, id: string, name: string, now: Date, seq: number): Promise<boolean> {
     try {
-      return (await this.active(userId).andWhere({ id }).update({ name, ...changeColumns(this.db, now, seq) })) > 0;
+      const update = () => this.active(userId).andWhere({ id }).update({ name, ...changeColumns(this.db, now, seq) });
+      return (await this.derived.renaming(userId, [id], update)) > 0;
     } catch (err) {
       translateResourceWriteError(err);
     }
@@ -250,13 +197,15 @@ export class ResourceRepository {
 
   async move(userId: string, id: string, parentId: string | null, now: Date, seq: number): Promise<boolean> {
     try {
-      return (await this.active(userId).andWhere({ id }).update({ parent_id: parentId, ...changeColumns(this.db, now, seq) })) > 0;
+      const update = () => this.active(userId).andWhere({ id }).update({ parent_id: parentId, ...changeColumns(this.db, now, seq) });
+      return (await this.derived.moving(userId, [id], update)) > 0;
     } catch (err) {
       translateResourceWriteError(err);
     }
   }
 
   async softDeleteFile(userId: string, id: string, now: Date, seq: number): Promise<boolean> {
+    await this.derived.deactivating(userId, [id]);
     const n = await this.active(userId).andWhere({ id, type: 'file' }).update({ deleted_at: now, ...changeColumns(this.db, now, seq) });
     return n > 0;
   }
@@ -282,6 +231,7 @@ export class ResourceRepository {
    */
   async softDeleteTree(userId: string, rootId: string, now: Date, seq: number): Promise<string[]> {
     const all = await new TreeRepository(this.db).activeSubtree(userId, rootId);
+    await this.derived.deactivating(userId, all);
     for (let i = 0; i < all.length; i += CHUNK) {
       await this.active(userId).whereIn('id', all.slice(i, i + CHUNK)).update({ deleted_at: now, ...changeColumns(this.db, now, seq) });
     }

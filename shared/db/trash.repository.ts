@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { translateResourceWriteError } from './errors';
+import { DerivedData } from './derived.hooks';
 import { changeColumns } from './owner.transaction';
 import { COLUMNS, toRecord, type PageResult, type ResourceRecord, type ResourceRow } from './resource.repository';
 
@@ -102,6 +103,8 @@ export class TrashRepository {
     } catch (err) {
       translateResourceWriteError(err);
     }
+    // Restored files count in their folders and are found by search again.
+    await DerivedData.of(this.db).activated(userId, [rootId, ...others]);
   }
 
   /**

@@ -10,13 +10,15 @@ export interface Profile {
   login: { durationMs: number; burst: number };
   snapshot: { changed: number; reps: number };
   changes: { changes: number; held: number; users: number; rounds: number };
+  /** `--only=search-1m`: files of the one big user (and as many again of four others), sequential requests per term. */
+  searchBig: { files: number; reps: number };
 }
 
 export const PROFILES: Record<Profile['name'], Profile> = {
   full: {
     name: 'full',
     sync: { devices: [1, 16, 64], batchSizes: [1, 100, 1000], durationMs: 3000 },
-    reads: { sizes: [10_000, 100_000], durationS: 4, connections: 32, directReps: 20 },
+    reads: { sizes: [1_000, 10_000, 100_000], durationS: 4, connections: 32, directReps: 20 },
     transfer: {
       sizes: [
         { label: '1 MiB', bytes: 1024 * 1024, reps: 30 },
@@ -26,6 +28,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
     login: { durationMs: 5000, burst: 100 },
     snapshot: { changed: 10_000, reps: 20 },
     changes: { changes: 10_000, held: 1000, users: 10, rounds: 20 },
+    searchBig: { files: 1_000_000, reps: 30 },
   },
   quick: {
     name: 'quick',
@@ -40,6 +43,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
     login: { durationMs: 1500, burst: 30 },
     snapshot: { changed: 2_000, reps: 5 },
     changes: { changes: 2_000, held: 200, users: 4, rounds: 8 },
+    searchBig: { files: 100_000, reps: 10 },
   },
 };
 

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes] [-- --cpu-prof]`
+ * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,search-1m] [-- --cpu-prof]`
  *
  * Starts the built gateway and worker as real processes on a database, upload directory and queue
  * prefix of their own, measures each scenario through the HTTP API next to its ceiling measured in
@@ -16,6 +16,7 @@ import { HttpClient, login } from './http.client';
 import { runLogin } from './login.bench';
 import { summarizeProfiles } from './profile.summary';
 import { runReads } from './reads.bench';
+import { runSearchBig } from './search.bench';
 import { runSnapshot } from './snapshot.bench';
 import { ADMIN, BenchStack, LOGIN_CONCURRENCY, REDIS_URL, SYNC_CONCURRENCY, SYNC_TIMEOUT_MS } from './stack';
 import { renderReport, type ScenarioReport } from './stats';
@@ -32,7 +33,10 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> 
   tus: runTus,
   login: runLogin,
   changes: runChanges,
+  'search-1m': runSearchBig,
 };
+/** Run unless --only names others; search-1m seeds two million rows, so it runs only when named. */
+const DEFAULT_SCENARIOS = ['sync', 'reads', 'snapshot', 'transfer', 'login'];
 
 interface Args {
   profile: Profile;
@@ -42,14 +46,14 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { profile: PROFILES.full, only: Object.keys(SCENARIOS), cpuProf: false, outDir: path.resolve('bench-results') };
+  const args: Args = { profile: PROFILES.full, only: DEFAULT_SCENARIOS, cpuProf: false, outDir: path.resolve('bench-results') };
   for (const arg of argv) {
     if (arg === '--quick') args.profile = PROFILES.quick;
     else if (arg === '--cpu-prof') args.cpuProf = true;
     else if (arg.startsWith('--only=')) args.only = arg.slice('--only='.length).split(',').filter(Boolean);
     else if (arg.startsWith('--out=')) args.outDir = path.resolve(arg.slice('--out='.length));
     else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes] [--cpu-prof] [--out=dir]');
+      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,search-1m] [--cpu-prof] [--out=dir]');
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}`);
   }

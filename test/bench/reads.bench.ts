@@ -1,5 +1,5 @@
 import autocannon from 'autocannon';
-import { ResourceRepository } from '../../shared/db/resource.repository';
+import { ListingRepository } from '../../shared/db/listing.repository';
 import { createDb } from '../../shared/db/knex';
 import type { BenchContext } from './context';
 import { COMMON_TERM, RARE_MATCHES, RARE_TERM, readDataset } from './dataset';
@@ -53,9 +53,9 @@ export async function cannon(url: string, token: string | undefined, connections
  * for `durationS`, through a pool as large as the gateway's (20). What the reads cost without HTTP,
  * JSON and auth.
  */
-async function repositoryAlone(url: string, connections: number, durationS: number, call: (repo: ResourceRepository) => Promise<unknown>) {
+export async function repositoryAlone(url: string, connections: number, durationS: number, call: (repo: ListingRepository) => Promise<unknown>) {
   const db = createDb(url, { max: 20 });
-  const repo = new ResourceRepository(db);
+  const repo = new ListingRepository(db);
   try {
     await Promise.all(Array.from({ length: 20 }, () => call(repo)));
     const latencies: number[] = [];
@@ -78,12 +78,12 @@ async function repositoryAlone(url: string, connections: number, durationS: numb
 }
 
 /** EXPLAIN of every statement a call sends, to show which index each read uses and how many rows it reads. */
-async function explain(db: BenchContext['stack']['db'], call: (repo: ResourceRepository) => Promise<unknown>) {
+async function explain(db: BenchContext['stack']['db'], call: (repo: ListingRepository) => Promise<unknown>) {
   const statements: Array<{ sql: string; bindings: unknown[] }> = [];
   const listener = (q: { sql: string; bindings?: unknown[] }) => statements.push({ sql: q.sql, bindings: q.bindings ?? [] });
   db.on('query', listener);
   try {
-    await call(new ResourceRepository(db));
+    await call(new ListingRepository(db));
   } finally {
     db.off('query', listener);
   }
@@ -98,7 +98,7 @@ async function explain(db: BenchContext['stack']['db'], call: (repo: ResourceRep
 interface ReadCase {
   label: string;
   path: string;
-  call: (repo: ResourceRepository, userId: string) => Promise<unknown>;
+  call: (repo: ListingRepository, userId: string) => Promise<unknown>;
 }
 
 function readCases(): ReadCase[] {
@@ -107,6 +107,11 @@ function readCases(): ReadCase[] {
     { label: 'list sort=size', path: '/v1/files?sort=size', call: (r, u) => r.listFiles(u, null, { ...page, sort: 'size_bytes' }) },
     { label: 'list sort=created_at', path: '/v1/files?sort=created_at', call: (r, u) => r.listFiles(u, null, { ...page, sort: 'created_at' }) },
     { label: 'list sort=updated_at', path: '/v1/files?sort=updated_at', call: (r, u) => r.listFiles(u, null, { ...page, sort: 'updated_at' }) },
+    {
+      label: 'list sort=created_at offset=5000',
+      path: '/v1/files?sort=created_at&offset=5000',
+      call: (r, u) => r.listFiles(u, null, { ...page, offset: 5000, sort: 'created_at' }),
+    },
     { label: `search q=${COMMON_TERM} (5%)`, path: `/v1/files/search?q=${COMMON_TERM}`, call: (r, u) => r.searchFiles(u, COMMON_TERM, 50, 0) },
     { label: `search q=${RARE_TERM} (${RARE_MATCHES} hits)`, path: `/v1/files/search?q=${RARE_TERM}`, call: (r, u) => r.searchFiles(u, RARE_TERM, 50, 0) },
   ];
@@ -170,7 +175,7 @@ export async function runReads(ctx: BenchContext): Promise<ScenarioReport> {
     rows,
     notes: [
       'Ceiling: GET /healthz of the real gateway, chosen over a separate bare Express app because it adds nothing to the product and passes the same process and middleware (metrics timer, pino-http with request id) without token check or database.',
-      `"repository alone": the route's own ResourceRepository call, ${connections} loops for ${Math.max(1, durationS / 2)} s straight on MySQL from the bench process through a 20-connection pool like the gateway's — the database's share, without HTTP, auth and JSON.`,
+      `"repository alone": the route's own ListingRepository call, ${connections} loops for ${Math.max(1, durationS / 2)} s straight on MySQL from the bench process through a 20-connection pool like the gateway's — the database's share, without HTTP, auth and JSON.`,
       ...(slowCases > 0
         ? [`Rows marked *: a single request took so long that ${connections} at once could not finish in ${durationS} s, so they were measured as ${connections} simultaneous requests, all awaited.`]
         : []),

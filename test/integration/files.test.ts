@@ -1,6 +1,7 @@
 import { newId } from '../../shared/ids';
 import { Api } from '../support/client';
-import { expectError, insertFile, insertFolder } from '../support/fixtures';
+import { DerivedData } from '../../shared/db/derived.hooks';
+import { expectError, insertFile, insertFolder, markDeleted } from '../support/fixtures';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 
 let env: TestEnv;
@@ -75,7 +76,7 @@ describe('the root of a user', () => {
     const owner = rooter.userId;
     r1 = await seedFile(owner, 'first.txt', null, { mimeType: null, size: 5, createdAt: at(1) });
     r2 = await seedFile(owner, 'second.txt', null, { size: 7, createdAt: at(2), updatedAt: at(9) });
-    await seedFile(owner, 'deleted.txt', null, { createdAt: at(3) }).then((f) => env.db('resources').where({ id: f.id }).update({ deleted_at: at(4) }));
+    await seedFile(owner, 'deleted.txt', null, { createdAt: at(3) }).then((f) => markDeleted(env.db, owner, f.id, at(4)));
     gamma = await insertFolder(env.db, owner, 'gamma', null, { createdAt: at(5) });
     alpha = await insertFolder(env.db, owner, 'alpha', null, { createdAt: at(6), updatedAt: at(8) });
     beta = await insertFolder(env.db, owner, 'beta', null, { createdAt: at(7) });
@@ -149,7 +150,7 @@ describe('GET /v1/files in a folder', () => {
     const b = await seedFile(userId, 'b.txt', folder, { createdAt: at(2) });
     await seedFile(userId, 'deep.txt', sub);
     const gone = await seedFile(userId, 'gone.txt', folder, { createdAt: at(3) });
-    await env.db('resources').where({ id: gone.id }).update({ deleted_at: at(4) });
+    await markDeleted(env.db, userId, gone.id, at(4));
 
     const res = await api.get(`/v1/files?folderId=${folder}`);
 
@@ -268,6 +269,7 @@ describe('GET /v1/files in a folder', () => {
           updated_at: at(i % 50),
         }));
         await env.db.batchInsert('resources', rows, 500);
+        await DerivedData.of(env.db).activated(userId, rows.map((r) => r.id));
       });
 
       test('no limit gives a page of 50', async () => {
@@ -341,7 +343,7 @@ describe('GET /v1/files/search', () => {
     const f2 = await seedFile(userId, 'alpha Report-QX1.txt', null);
     const f3 = await seedFile(userId, 'beta REPORT-qx1', null);
     await insertFolder(env.db, userId, 'report-qx1 folder');
-    await seedFile(userId, 'deleted report-qx1', null).then((f) => env.db('resources').where({ id: f.id }).update({ deleted_at: at(1) }));
+    await seedFile(userId, 'deleted report-qx1', null).then((f) => markDeleted(env.db, userId, f.id, at(1)));
     await seedFile(userId, 'report qx1 spaced', null);
 
     const res = await search('rEpOrT-Qx1');

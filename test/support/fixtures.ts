@@ -4,6 +4,7 @@ import http from 'node:http';
 import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { newId } from '../../shared/ids';
+import { DerivedData } from '../../shared/db/derived.hooks';
 import type { Db } from '../../shared/db/knex';
 import type { ApiResponse } from './client';
 import { JWT_SECRET } from './harness';
@@ -38,7 +39,7 @@ export interface ResourceSeed {
 
 /**
  * Inserts a resource row directly (the generated columns parent_key, name_key and alive are left to
- * the database). Used to arrange folders and files with exact timestamps and sizes.
+ * the database) and adds it to the derived data as the service's writes do. Used to arrange folders and files with exact timestamps and sizes.
  */
 export async function insertResource(db: Db, seed: ResourceSeed): Promise<string> {
   const id = seed.id ?? newId();
@@ -59,7 +60,14 @@ export async function insertResource(db: Db, seed: ResourceSeed): Promise<string
     updated_at: seed.updatedAt ?? createdAt,
     deleted_at: seed.deletedAt ?? null,
   });
+  await DerivedData.of(db).activated(seed.userId, [id]);
   return id;
+}
+
+/** Soft-deletes a row directly at `at`, keeping counts and search index exact as the service does. */
+export async function markDeleted(db: Db, userId: string, id: string, at: Date): Promise<void> {
+  await DerivedData.of(db).deactivating(userId, [id]);
+  await db('resources').where({ id }).update({ deleted_at: at });
 }
 
 export const insertFolder = (db: Db, userId: string, name: string, parentId: string | null = null, extra: Partial<ResourceSeed> = {}) =>

@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import mime from 'mime-types';
+import type { ListingRepository } from '../../../shared/db/listing.repository';
 import type { OwnerTransactions } from '../../../shared/db/owner.transaction';
 import type { FileSortColumn, PageResult, ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
 import { invalid, notFound } from '../../../shared/errors';
@@ -48,15 +49,16 @@ export class FilesService {
     private readonly owners: OwnerTransactions,
     private readonly resources: ResourceRepository,
     private readonly uploadDir: string,
+    private readonly listing: ListingRepository,
   ) {}
 
   async list(userId: string, input: ListFilesInput): Promise<PageResult<ResourceRecord>> {
     if (input.folderId !== null) await this.requireFolder(userId, input.folderId);
-    return this.resources.listFiles(userId, input.folderId, input);
+    return this.listing.listFiles(userId, input.folderId, input);
   }
 
   search(userId: string, text: string, limit: number, offset: number): Promise<PageResult<ResourceRecord>> {
-    return this.resources.searchFiles(userId, text.normalize('NFC'), limit, offset);
+    return this.listing.searchFiles(userId, text.normalize('NFC'), limit, offset);
   }
 
   async get(userId: string, id: string): Promise<ResourceRecord> {
@@ -82,7 +84,7 @@ export class FilesService {
 
   async listFolders(userId: string, parentId: string | null): Promise<ResourceRecord[]> {
     if (parentId !== null) await this.requireFolder(userId, parentId);
-    return this.resources.listFolders(userId, parentId);
+    return this.listing.listFolders(userId, parentId);
   }
 
   /**

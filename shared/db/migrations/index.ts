@@ -8,6 +8,8 @@ import * as addRevisionsAndChangeSequence from './20261122000001_add_revisions_a
 import * as addTrashPurge from './20261122000002_add_trash_purge';
 import * as widenStorageKey from './20261122000003_widen_storage_key';
 import * as createSyncBatches from './20261122000004_create_sync_batches';
+import * as createDerivedTables from './20261122000005_create_derived_tables';
+import * as backfillDerivedTables from './20261122000006_backfill_derived_tables';
 
 interface Migration {
   name: string;
@@ -26,6 +28,8 @@ const MIGRATIONS: Migration[] = [
   addTrashPurge,
   widenStorageKey,
   createSyncBatches,
+  createDerivedTables,
+  backfillDerivedTables,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

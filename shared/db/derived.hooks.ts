@@ -1,0 +1,112 @@
+import type { Knex } from 'knex';
+import { CountersRepository } from './counters.repository';
+import { SearchIndexRepository } from './search-index.repository';
+
+type Db = Knex | Knex.Transaction;
+
+/** Transactions whose owner (OwnerTransactions.run) flushes their deferred derived data before commit. */
+const deferring = new WeakMap<object, DerivedData>();
+
+/**
+ * The one API through which a write keeps the data derived from `resources` exact: the file counts per
+ * folder (`total` of a listing) and the search index. Call it with the transaction of the write (the
+ * one OwnerTransactions.run opened with the owner's row locked), so the derived rows change with the
+ * resources or not at all, and no new lock order appears. Methods take ids of any kind (folders are
+ * ignored, only active files count) and read the rows' state themselves, so a caller only says when:
+ *
+ * - `activated(ids)`   AFTER rows became active: created, uploaded, restored from the trash.
+ * - `deactivating(ids)` BEFORE active rows stop being active: soft delete (also of a subtree), purge.
+ * - `moving(ids, change)` around a change of parent_id (counts follow the files).
+ * - `renaming(ids, change)` around a change of name (index entries follow the name).
+ *
+ * Rows already inactive need nothing (a purge of trashed rows). What can wait (adding counts and
+ * index entries from the rows' final state) waits until OwnerTransactions.run flushes it once before
+ * the commit: a sync batch then pays one statement per table, not one per op. Outside such a
+ * transaction every call writes at once. After a bug or a manual edit, `npm run repair-derived`
+ * recomputes everything.
+ */
+export class DerivedData {
+  private readonly counters: CountersRepository;
+  private readonly index: SearchIndexRepository;
+  /** Per owner: ids whose count is added at the flush (not counted in the table now). */
+  private readonly uncounted = new Map<string, Set<string>>();
+  /** Per owner: ids whose index entries are added at the flush (none in the table now). */
+  private readonly unindexed = new Map<string, Set<string>>();
+
+  private constructor(
+    db: Db,
+    private readonly deferred: boolean,
+  ) {
+    this.counters = new CountersRepository(db);
+    this.index = new SearchIndexRepository(db);
+  }
+
+  /** The derived data of `db`: shared by every repository of a deferring transaction. */
+  static of(db: Db): DerivedData {
+    return deferring.get(db) ?? new DerivedData(db, false);
+  }
+
+  /** Called by OwnerTransactions.run: within `trx`, additions wait for `flush`. */
+  static deferWithin(trx: Knex.Transaction): DerivedData {
+    const derived = new DerivedData(trx, true);
+    deferring.set(trx, derived);
+    return derived;
+  }
+
+  async activated(userId: string, ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    add(this.uncounted, userId, ids);
+    add(this.unindexed, userId, ids);
+    await this.settle();
+  }
+
+  async deactivating(userId: string, ids: string[]): Promise<void> {
+    await this.counters.adjust(userId, without(this.uncounted, userId, ids), -1);
+    await this.index.remove(userId, without(this.unindexed, userId, ids));
+  }
+
+  async moving<T>(userId: string, ids: string[], change: () => Promise<T>): Promise<T> {
+    await this.counters.adjust(userId, without(this.uncounted, userId, ids), -1);
+    // Counted again from the final state, also when the change failed and nothing moved.
+    add(this.uncounted, userId, ids);
+    try {
+      return await change();
+    } finally {
+      await this.settle();
+    }
+  }
+
+  async renaming<T>(userId: string, ids: string[], change: () => Promise<T>): Promise<T> {
+    await this.index.remove(userId, without(this.unindexed, userId, ids));
+    add(this.unindexed, userId, ids);
+    try {
+      return await change();
+    } finally {
+      await this.settle();
+    }
+  }
+
+  /** Adds the counts and index entries that waited, from the rows' state now. */
+  async flush(): Promise<void> {
+    for (const [userId, ids] of this.uncounted) await this.counters.adjust(userId, [...ids], 1);
+    for (const [userId, ids] of this.unindexed) await this.index.add(userId, [...ids]);
+    this.uncounted.clear();
+    this.unindexed.clear();
+  }
+
+  private async settle(): Promise<void> {
+    if (!this.deferred) await this.flush();
+  }
+}
+
+function add(pending: Map<string, Set<string>>, userId: string, ids: string[]): void {
+  const set = pending.get(userId) ?? new Set<string>();
+  for (const id of ids) set.add(id);
+  pending.set(userId, set);
+}
+
+/** The ids not waiting in `pending`: only those have rows in the derived table to change now. */
+function without(pending: Map<string, Set<string>>, userId: string, ids: string[]): string[] {
+  const set = pending.get(userId);
+  return set ? ids.filter((id) => !set.has(id)) : ids;
+}
