@@ -61,8 +61,10 @@ export class RedisLocker implements Locker {
     return new RedisLock(this, id);
   }
 
+  /** Resolves once both connections are up: the lock commands fail fast rather than queue while Redis is away. */
   async ready(): Promise<void> {
-    await this.subscribed;
+    const connected = this.redis.status === 'ready' ? Promise.resolve() : new Promise<void>((resolve) => this.redis.once('ready', () => resolve()));
+    await Promise.all([this.subscribed, connected]);
   }
 
   /** @internal */
