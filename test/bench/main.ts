@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes] [-- --cpu-prof]`
+ * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,sync-scale] [-- --cpu-prof]`
  *
  * Starts the built gateway and worker as real processes on a database, upload directory and queue
  * prefix of their own, measures each scenario through the HTTP API next to its ceiling measured in
@@ -20,6 +20,7 @@ import { runSnapshot } from './snapshot.bench';
 import { ADMIN, BenchStack, LOGIN_CONCURRENCY, REDIS_URL, SYNC_CONCURRENCY, SYNC_TIMEOUT_MS } from './stack';
 import { renderReport, type ScenarioReport } from './stats';
 import { runSync } from './sync.bench';
+import { runSyncScale } from './sync.scale';
 import { runTransfer } from './transfer.bench';
 import { runChanges } from './changes.bench';
 import { runTus } from './tus.bench';
@@ -32,6 +33,8 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> 
   tus: runTus,
   login: runLogin,
   changes: runChanges,
+  // Last: it starts worker processes of its own (and stops them when done).
+  'sync-scale': runSyncScale,
 };
 
 interface Args {
@@ -49,7 +52,7 @@ function parseArgs(argv: string[]): Args {
     else if (arg.startsWith('--only=')) args.only = arg.slice('--only='.length).split(',').filter(Boolean);
     else if (arg.startsWith('--out=')) args.outDir = path.resolve(arg.slice('--out='.length));
     else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes] [--cpu-prof] [--out=dir]');
+      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,sync-scale] [--cpu-prof] [--out=dir]');
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}`);
   }
