@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { InboxRepository } from '../../shared/db/inbox.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { UserRepository } from '../../shared/db/user.repository';
 import { createLogger } from '../../shared/logger';
 import { redisOptions } from '../../shared/queue/sync.contract';
 import { InboxApplier } from '../../services/worker/inbox.applier';
@@ -50,7 +51,8 @@ function side(sqls: string[], batches: number, sample: string[]): SideStatements
 }
 
 /**
- * Runs the real accept path (InboxRepository.accept, what the gateway's SyncClient calls) and the
+ * Runs the gateway's statements for a batch (the auth middleware's principal lookup, then
+ * InboxRepository.accept, what SyncClient.submit calls) and the
  * real ring (InboxApplier.ring, what the worker runs per job) in this process for `batches` 1-op
  * batches of one device, counting each side's statements. The Redis side is fixed by the code: the
  * gateway sends one command per batch (the job's add script) and receives one message; the worker
@@ -68,6 +70,7 @@ export async function countBatchStatements(stack: BenchStack, user: BenchUser, o
   );
   const log = createLogger('bench', 'silent');
   const inbox = new InboxRepository(stack.db);
+  const users = new UserRepository(stack.db);
   const rec = recorder(stack.db);
   const gatewaySql: string[] = [];
   const workerSql: string[] = [];
@@ -77,6 +80,8 @@ export async function countBatchStatements(stack: BenchStack, user: BenchUser, o
     for (let i = 0; i < batches; i++) {
       rec.take();
       const requestId = randomBytes(12).toString('hex');
+      // The gateway's own statements for POST /v1/sync/ops: the bearer token's principal, then the accept.
+      if (!(await users.findPrincipal(user.userId, user.deviceId))) throw new Error('probe device has no principal');
       const batchId = await inbox.accept({ deviceId: user.deviceId, userId: user.userId, requestId, ops: ops.batch(1), createdAt: new Date() });
       gatewaySql.push(...(lastGateway = rec.take()));
       const ring = await applier.ring({ batchId, deviceId: user.deviceId, userId: user.userId, requestId }, log);
