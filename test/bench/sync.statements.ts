@@ -11,6 +11,7 @@ import type { BenchUser } from './http.client';
 import type { OpsGenerator } from './ops.generator';
 import type { BenchStack } from './stack';
 import { REDIS_URL } from './stack';
+import { msSince, now, summarize, type LatencySummary } from './stats';
 
 /** What one side sends MySQL for one batch: statements per batch (each is one round trip) and one batch's list. */
 export interface SideStatements {
@@ -24,6 +25,10 @@ export interface BatchStatements {
   gateway: SideStatements;
   worker: SideStatements;
   batches: number;
+  /** InboxApplier.ring in this process, 1-op batches one after another: the worker's code without its process. */
+  ringMs: LatencySummary;
+  /** InboxRepository.accept in this process. */
+  acceptMs: LatencySummary;
 }
 
 /** Records every statement a pool sends (knex 'query' events; BEGIN and COMMIT included). */
@@ -76,15 +81,21 @@ export async function countBatchStatements(stack: BenchStack, user: BenchUser, o
   const workerSql: string[] = [];
   let lastGateway: string[] = [];
   let lastWorker: string[] = [];
+  const acceptTimes: number[] = [];
+  const ringTimes: number[] = [];
   try {
     for (let i = 0; i < batches; i++) {
       rec.take();
       const requestId = randomBytes(12).toString('hex');
       // The gateway's own statements for POST /v1/sync/ops: the bearer token's principal, then the accept.
       if (!(await users.findPrincipal(user.userId, user.deviceId))) throw new Error('probe device has no principal');
+      const t0 = now();
       const batchId = await inbox.accept({ deviceId: user.deviceId, userId: user.userId, requestId, ops: ops.batch(1), createdAt: new Date() });
+      acceptTimes.push(msSince(t0));
       gatewaySql.push(...(lastGateway = rec.take()));
+      const t1 = now();
       const ring = await applier.ring({ batchId, deviceId: user.deviceId, userId: user.userId, requestId }, log);
+      ringTimes.push(msSince(t1));
       workerSql.push(...(lastWorker = rec.take()));
       if (ring.applied.length !== 1) throw new Error(`probe batch ${batchId} was not applied`);
       const [row] = await new InboxRepository(stack.db).finished([batchId]);
@@ -95,5 +106,11 @@ export async function countBatchStatements(stack: BenchStack, user: BenchUser, o
     rec.stop();
     publisher.disconnect();
   }
-  return { gateway: side(gatewaySql, batches, lastGateway), worker: side(workerSql, batches, lastWorker), batches };
+  return {
+    gateway: side(gatewaySql, batches, lastGateway),
+    worker: side(workerSql, batches, lastWorker),
+    batches,
+    ringMs: summarize(ringTimes),
+    acceptMs: summarize(acceptTimes),
+  };
 }
