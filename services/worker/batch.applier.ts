@@ -3,6 +3,7 @@ import mime from 'mime-types';
 import type { ChangeClock, OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ResourceRepository, type NewResource, type ResourceState } from '../../shared/db/resource.repository';
 import { TraceRepository, type OperationTrace } from '../../shared/db/trace.repository';
+import { BatchLookupRepository } from '../../shared/db/batch-lookup.repository';
 import { invalid, isAppError, notFound, type AppError } from '../../shared/errors';
 import { parseLossless } from '../../shared/json';
 import { extensionOf } from '../../shared/names';
@@ -30,7 +31,8 @@ interface BatchContext {
 /**
  * Applies one sync batch in a transaction holding the owner's tree lock: already processed opIds are
  * read once, the resources the batch names are read once, then each op costs the one statement that
- * changes state, and runs of creates share one multi-row INSERT. Traces are written in the same
+ * changes state, and runs of creates share one multi-row INSERT. (The two reads share one round
+ * trip for batches up to 500 ops.) Traces are written in the same
  * transaction, so an op's effect and its trace commit together or not at all. A stopping error ends
  * the batch; the ops before it still commit.
  */
@@ -55,8 +57,8 @@ export class BatchApplier {
     const resources = new ResourceRepository(trx);
     const traces = new TraceRepository(trx);
     const valid = parsed.flatMap((p) => (p.ok ? [p.op] : []));
-    const processed = await traces.processed(input.deviceId, valid.map((op) => op.opId));
-    const ctx: BatchContext = { userId: input.userId, resources, clock, states: await resources.statesOf(namedIds(valid)) };
+    const { processed, states } = await new BatchLookupRepository(trx).lookup(input.deviceId, valid.map((op) => op.opId), namedIds(valid));
+    const ctx: BatchContext = { userId: input.userId, resources, clock, states };
     const run = new BatchRun(ctx, input, processed);
     for (const result of parsed) if (!(await run.next(result))) break;
     await run.flush();

@@ -5,6 +5,8 @@ import type { BenchStack } from './stack';
 export interface Profile {
   name: 'full' | 'quick';
   sync: { devices: number[]; batchSizes: number[]; durationMs: number };
+  /** Worker processes of each run of the scaling scenario, devices sending at once, batches each keeps in flight. */
+  syncScale: { workers: number[]; devices: number; inFlight: number; batchSizes: number[]; durationMs: number };
   reads: { sizes: number[]; durationS: number; connections: number; directReps: number };
   transfer: { sizes: Array<{ label: string; bytes: number; reps: number }> };
   login: { durationMs: number; burst: number };
@@ -18,6 +20,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
   full: {
     name: 'full',
     sync: { devices: [1, 16, 64], batchSizes: [1, 100, 1000], durationMs: 3000 },
+    syncScale: { workers: [1, 2, 4], devices: 64, inFlight: 2, batchSizes: [1, 100], durationMs: 4000 },
     reads: { sizes: [1_000, 10_000, 100_000], durationS: 4, connections: 32, directReps: 20 },
     transfer: {
       sizes: [
@@ -33,6 +36,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
   quick: {
     name: 'quick',
     sync: { devices: [1, 16], batchSizes: [1, 100], durationMs: 1000 },
+    syncScale: { workers: [1, 2, 4], devices: 64, inFlight: 2, batchSizes: [1], durationMs: 1500 },
     reads: { sizes: [1_000, 10_000], durationS: 1, connections: 32, directReps: 5 },
     transfer: {
       sizes: [

@@ -77,6 +77,8 @@ export class BenchStack {
   db!: Db;
   gateway?: Child;
   worker?: Child;
+  /** Worker processes started beyond the first (the scaling runs). */
+  readonly extraWorkers: Child[] = [];
   private stopping?: Promise<void>;
 
   constructor(private readonly options: StackOptions) {}
@@ -127,7 +129,7 @@ export class BenchStack {
       return res?.status === 200;
     });
     this.worker = this.spawn('worker', WORKER_MAIN);
-    await this.waitFor('worker', () => this.workersReady());
+    await this.waitFor('worker', () => this.workersReady(1));
     this.db = createDb(this.databaseUrl, { max: SYNC_CONCURRENCY });
   }
 
@@ -157,15 +159,45 @@ export class BenchStack {
     throw new Error(`the ${name} was not ready within ${timeoutMs} ms:\n${child.output()}`);
   }
 
-  /** The worker logs at warn, so readiness is read from Redis: a worker registered on the sync queue. */
-  private async workersReady(): Promise<boolean> {
+  /** Starts one more worker process on the same database and queue; resolves once it takes rings. */
+  async addWorker(): Promise<number> {
+    const child = this.spawn(`worker${this.extraWorkers.length + 2}`, WORKER_MAIN);
+    this.extraWorkers.push(child);
+    const want = this.extraWorkers.length + 1;
+    const deadline = Date.now() + 60_000;
+    while (!(await this.workersReady(want))) {
+      if (child.proc.exitCode !== null || Date.now() > deadline) throw new Error(`the extra worker did not start:\n${child.output()}`);
+      await sleep(100);
+    }
+    return child.proc.pid!;
+  }
+
+  /** Stops the workers started by addWorker (SIGTERM; they finish their rings first). */
+  async stopExtraWorkers(): Promise<void> {
+    const children = this.extraWorkers.splice(0);
+    await Promise.all(
+      children.map(async (child) => {
+        if (child.proc.exitCode !== null || child.proc.signalCode !== null) return;
+        child.proc.kill('SIGTERM');
+        await child.exited;
+      }),
+    );
+  }
+
+  /** Pids of every worker process, the first one first. */
+  get workerPids(): number[] {
+    return [this.worker, ...this.extraWorkers].flatMap((c) => (c?.proc.pid ? [c.proc.pid] : []));
+  }
+
+  /** The worker logs at warn, so readiness is read from Redis: workers registered on the sync queue. */
+  private async workersReady(want = 1): Promise<boolean> {
     const connection = new IORedis(REDIS_URL, { maxRetriesPerRequest: 1 });
     try {
       for (const name of [SYNC_QUEUE_NAME]) {
         const queue = new Queue(name, { connection, prefix: this.queuePrefix });
         const count = await queue.getWorkersCount();
         await queue.close();
-        if (count < 1) return false;
+        if (count < want) return false;
       }
       return true;
     } finally {
@@ -188,7 +220,7 @@ export class BenchStack {
   private async teardown(): Promise<void> {
     const problems: string[] = [];
     await Promise.all(
-      [this.gateway, this.worker].map(async (child) => {
+      [this.gateway, this.worker, ...this.extraWorkers].map(async (child) => {
         if (!child || child.proc.exitCode !== null || child.proc.signalCode !== null) return;
         child.proc.kill('SIGTERM');
         const killed = await Promise.race([child.exited.then(() => false), sleep(15_000).then(() => true)]);

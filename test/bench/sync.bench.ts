@@ -7,6 +7,7 @@ import { OpsGenerator } from './ops.generator';
 import { DEFAULT_SYNC_TIMEOUT_MS, SYNC_TIMEOUT_MS } from './stack';
 import { figure, fmt, fmtRatio, msSince, now, summarize, type Figure, type ScenarioReport } from './stats';
 import { BareQueue, closedLoops, jobBreakdown, queryCounter, type RunResult, type Timeline } from './sync.paths';
+import { countBatchStatements } from './sync.statements';
 
 export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
   const { stack, client, profile, log } = ctx;
@@ -84,10 +85,12 @@ export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
           { name: 'bare BullMQ round trip', value: pick(q) },
           { name: 'BatchApplier direct', value: pick(a) },
         ];
+        // Issue 11 item 4's goal: a batch's latency against the two floors it cannot avoid, added.
+        const floorSum = (pick: (r: RunResult) => number) => [...ceilings(pick), { name: 'BullMQ round trip + direct apply', value: pick(q) + pick(a) }];
         figures.push(
           figure('sync', kase, 'throughput', 'ops/s', 'rate', s.opsPerSec, ceilings((r) => r.opsPerSec)),
-          figure('sync', kase, 'batch latency p50', 'ms', 'time', s.latency.p50, ceilings((r) => r.latency.p50)),
-          figure('sync', kase, 'batch latency p99', 'ms', 'time', s.latency.p99, ceilings((r) => r.latency.p99)),
+          figure('sync', kase, 'batch latency p50', 'ms', 'time', s.latency.p50, floorSum((r) => r.latency.p50)),
+          figure('sync', kase, 'batch latency p99', 'ms', 'time', s.latency.p99, floorSum((r) => r.latency.p99)),
         );
         rows.push([
           String(devices),
@@ -100,6 +103,7 @@ export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
           fmt(a.opsPerSec),
           `${fmt(a.latency.p50)} / ${fmt(a.latency.p99)}`,
           fmtRatio(s.opsPerSec, a.opsPerSec, 'rate'),
+          `${fmt(s.latency.p50 / (q.latency.p50 + a.latency.p50), 2)}x`,
         ]);
         const queryTotal = Object.values(queries).reduce((x, y) => x + y, 0);
         if (breakdown) {
@@ -136,6 +140,12 @@ export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
     await bare.stop();
   }
 
+  // Statements per 1-op batch on each side, counted on the real accept and ring code.
+  // A user and device of their own: their opIds must be new to the device, as a client's are.
+  const [probeUser] = await provisionUsers(client, ctx.adminToken, ['sync-probe']);
+  const statements = await countBatchStatements(stack, probeUser!, new OpsGenerator('p0', 4000));
+  log(`sync: statements per 1-op batch: gateway ${fmt(statements.gateway.perBatch, 1)}, worker ${fmt(statements.worker.perBatch, 1)}`);
+
   // The floor of one statement: a SELECT 1 round trip through knex and mysql2, from this process.
   const pings: number[] = [];
   for (let i = 0; i < 200; i++) {
@@ -161,13 +171,14 @@ export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
   return {
     name: 'sync',
     title: 'Sync throughput: POST /v1/sync/ops (ops/s; batch latency p50 / p99 in ms)',
-    headers: ['devices', 'ops/batch', 'service ops/s', 'service p50 / p99', 'BullMQ no-op ops/s', 'BullMQ p50 / p99', 'of BullMQ', 'direct ops/s', 'direct p50 / p99', 'of direct'],
+    headers: ['devices', 'ops/batch', 'service ops/s', 'service p50 / p99', 'BullMQ no-op ops/s', 'BullMQ p50 / p99', 'of BullMQ', 'direct ops/s', 'direct p50 / p99', 'of direct', 'p50 / (BullMQ + direct p50)'],
     rows,
     notes: [
       'BullMQ no-op: a queue of its own carries the same batch to a worker of the service\'s concurrency (8) and awaits the result via QueueEvents; the processor returns a ready result of the real size. No MySQL.',
       'direct: BatchApplier.apply (the worker\'s code) on the same ops mix in the bench process, pool of 8 like the worker, each device one batch at a time (what the inbox allows), no HTTP, no inbox and no queue.',
       `SYNC_TIMEOUT_MS is ${SYNC_TIMEOUT_MS / 1000} s for the bench (default ${DEFAULT_SYNC_TIMEOUT_MS / 1000} s). Cells where some batch took longer than the default, and would have been answered 503 in production: ${overDefaultTimeout.length > 0 ? overDefaultTimeout.join('; ') : 'none'}.`,
       `One statement's floor: SELECT 1 through knex from the bench process, p50 ${fmt(ping.p50, 2)} ms. The worker's own statements, one device (direct p50 / statements per batch): ${perStatement.join(', ')}.`,
+      `SQL statements per 1-op batch (each one MySQL round trip; InboxRepository.accept and InboxApplier.ring run in the bench process on one device, ${statements.batches} batches): gateway ${fmt(statements.gateway.perBatch, 1)} (${verbs(statements.gateway.byVerb)}), worker ${fmt(statements.worker.perBatch, 1)} (${verbs(statements.worker.byVerb)}), total ${fmt(statements.gateway.perBatch + statements.worker.perBatch, 1)}. Redis per batch, from the code: gateway 1 command (the job's add script) and 1 message received; worker BullMQ's take and finish scripts, 1 PUBLISH of the result, 1 PUBLISH of the change. The gateway reads MySQL for a result only when no message came within a second. Timed in the bench process on those batches: accept p50 ${fmt(statements.acceptMs.p50, 2)} ms, InboxApplier.ring (lock, apply, mark done, commit, publish) p50 ${fmt(statements.ringMs.p50, 2)} ms.`,
       `Ops mix sent through the service: ${mix.create} creates, ${mix.update} renames, ${mix.move} moves, ${mix.delete} deletes; outcomes other than "applied" (all paths): ${nonApplied}; failed batches or errors: service ${errors.service}, BullMQ ${errors.queue}, direct ${errors.direct}.`,
     ],
     figures,
@@ -179,6 +190,7 @@ export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
       },
     ],
     details: {
+      statementsPerBatch: statements,
       cells,
       mix,
       nonApplied,
@@ -186,4 +198,10 @@ export async function runSync(ctx: BenchContext): Promise<ScenarioReport> {
       selectOneRoundTrip: ping,
     },
   };
+}
+
+function verbs(byVerb: Record<string, number>): string {
+  return Object.entries(byVerb)
+    .map(([verb, n]) => `${fmt(n, 1)} ${verb}`)
+    .join(', ');
 }

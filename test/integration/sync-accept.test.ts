@@ -1,0 +1,99 @@
+import { InboxRepository } from '../../shared/db/inbox.repository';
+import { Api } from '../support/client';
+import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
+
+/**
+ * The accept path's ordering, on the database itself: a batch is recorded by one autocommit
+ * INSERT ... SELECT ... FOR UPDATE that numbers it only once it holds the device row, and a worker's
+ * locking read of a device's pending batches waits for a lower batch that is not committed yet.
+ */
+let env: TestEnv;
+let gateway: RunningGateway;
+let device: { userId: string; deviceId: string };
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const batch = (requestId: string) => ({ deviceId: device.deviceId, userId: device.userId, requestId, ops: '[]', createdAt: new Date() });
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  gateway = await startGateway(env);
+  const admin = (await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password)).api;
+  const { userId, deviceId } = await admin.createUser('accept-user');
+  device = { userId, deviceId };
+});
+
+afterAll(async () => {
+  await gateway.close();
+  await env.dropAll();
+});
+
+/** Waits until a statement of this database matching `like` is running (blocked on a lock). */
+async function untilRunning(like: string): Promise<void> {
+  for (const end = Date.now() + 20000; Date.now() < end; ) {
+    const rows = await env.db.raw(`SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ? AND COMMAND = 'Query' AND INFO LIKE ?`, [env.name, like]);
+    if (Number(rows[0][0].n) > 0) return;
+    await sleep(20);
+  }
+  throw new Error(`no statement like ${like} started`);
+}
+
+test('accept waits for the device row and takes its id only once it holds it', async () => {
+  const holder = await env.db.transaction();
+  let waiting: Promise<string>;
+  let held: string;
+  try {
+    await holder('devices').where({ id: device.deviceId }).forUpdate().first('id');
+    waiting = new InboxRepository(env.db).accept(batch('second'));
+    await untilRunning('INSERT INTO sync_batches%FOR UPDATE');
+    // The holder records a batch of its own while the autocommit INSERT waits for the device row.
+    const [id] = await holder('sync_batches').insert({ ...batchRow('first') });
+    held = String(id);
+    const [{ n }] = await env.db('sync_batches').where({ request_id: 'second' }).count({ n: '*' });
+    expect(Number(n)).toBe(0);
+    await holder.commit();
+  } catch (err) {
+    await holder.rollback();
+    throw err;
+  }
+  const second = await waiting;
+  // Numbered after the batch committed first: id order is acceptance (and commit) order.
+  expect(BigInt(second)).toBeGreaterThan(BigInt(held));
+  const rows = await env.db('sync_batches').whereIn('request_id', ['first', 'second']).orderBy('id').select('request_id', 'status', 'device_id', 'user_id');
+  expect(rows).toEqual([
+    { request_id: 'first', status: 'pending', device_id: device.deviceId, user_id: device.userId },
+    { request_id: 'second', status: 'pending', device_id: device.deviceId, user_id: device.userId },
+  ]);
+});
+
+test("a worker's locking read of a device's batches waits for an uncommitted lower batch and then sees it", async () => {
+  const writer = await env.db.transaction();
+  let lower: string;
+  let upper: string;
+  let read: Promise<string[]>;
+  const reader = await env.db.transaction();
+  try {
+    // An insert that has its id but has not committed (what the device lock prevents on the accept path).
+    const [id] = await writer('sync_batches').insert(batchRow('uncommitted'));
+    lower = String(id);
+    upper = await new InboxRepository(env.db).accept(batch('committed'));
+    expect(BigInt(upper)).toBeGreaterThan(BigInt(lower));
+    read = new InboxRepository(reader).lockPending(device.deviceId, device.userId, upper).then((b) => b.map((x) => x.id));
+    await untilRunning('select `id`, `device_id`%from `sync_batches`%for update');
+    let settled = false;
+    void read.then(() => (settled = true));
+    await sleep(200);
+    expect(settled).toBe(false);
+    await writer.commit();
+  } catch (err) {
+    await writer.rollback().catch(() => undefined);
+    await reader.rollback().catch(() => undefined);
+    throw err;
+  }
+  const ids = await read;
+  await reader.commit();
+  expect(ids.slice(-2)).toEqual([lower, upper]);
+});
+
+function batchRow(requestId: string) {
+  return { device_id: device.deviceId, user_id: device.userId, status: 'pending', ops: '[]', request_id: requestId, created_at: new Date() };
+}
