@@ -42,6 +42,8 @@ export interface PoolOptions {
   max?: number;
   /** Extra SET statements for every new connection, chosen from the server's VERSION() string. */
   session?: (serverVersion: string) => string[];
+  /** How long a query waits for a free connection before it fails (default 10 s). */
+  acquireTimeoutMs?: number;
 }
 
 type RawConnection = { query: (sql: string, cb: (err: Error | null, rows?: unknown) => void) => void };
@@ -88,6 +90,6 @@ export function createDb(url: string, pool: PoolOptions = {}): Db {
         });
       },
     },
-    acquireConnectionTimeout: 10000,
+    acquireConnectionTimeout: pool.acquireTimeoutMs ?? 10000,
   });
 }

@@ -130,7 +130,9 @@ export class BenchStack {
     });
     this.worker = this.spawn('worker', WORKER_MAIN);
     await this.waitFor('worker', () => this.workersReady(1));
-    this.db = createDb(this.databaseUrl, { max: SYNC_CONCURRENCY });
+    // Direct-apply ceilings queue 64 devices' batches on a worker-sized pool: they wait as long as
+    // the service's requests may (SYNC_TIMEOUT_MS), not the 10 s default.
+    this.db = createDb(this.databaseUrl, { max: SYNC_CONCURRENCY, acquireTimeoutMs: SYNC_TIMEOUT_MS });
   }
 
   private spawn(name: string, main: string): Child {
