@@ -1,23 +1,86 @@
 import type { Knex } from 'knex';
 import { CountersRepository } from './counters.repository';
-import { COLUMNS, toRecord, type ListQuery, type PageResult, type ResourceRecord, type ResourceRow } from './resource.repository';
-import { NAME_MATCHES, SearchIndexRepository } from './search-index.repository';
+import { COLUMNS, toRecord, type FileSortColumn, type ListQuery, type PageResult, type ResourceRecord, type ResourceRow } from './resource.repository';
+import { NAME_MATCHES, SearchIndexRepository, type SqlSource } from './search-index.repository';
 
 /** Escapes LIKE wildcards with '!' so that '%', '_' and '\' in a search are literal characters. */
 export function likeContains(text: string): string {
   return `%${text.replace(/[!%_]/g, (c) => `!${c}`)}%`;
 }
 
-type Order = { column: string; order: 'asc' | 'desc' }[];
+/**
+ * Up to this offset a page is read straight from `resources` in the sort's index order; beyond it the
+ * ids are picked first on the covering index and only the page's rows are read (a deferred join).
+ * The straight read costs a full row per skipped entry, the deferred one a derived table per
+ * request: measured even at about 60 skipped rows.
+ */
+const STRAIGHT_PAGE_MAX_OFFSET = 50;
+
+const SORTABLE: ReadonlySet<FileSortColumn> = new Set(['created_at', 'updated_at', 'size_bytes']);
+const ROW = COLUMNS.join(', ');
+/** What a listed file shows, and no more: fewer columns to read, send and parse, 50 times a page. */
+const LISTED = ['id', 'parent_id', 'name', 'size_bytes', 'mime_type', 'content_sha256', 'created_at', 'updated_at', 'rev'];
+const LISTED_ROW = LISTED.join(', ');
+const R_LISTED_ROW = LISTED.map((c) => `r.${c}`).join(', ');
+/** Times come as the server writes DATETIME(3), 'YYYY-MM-DD hh:mm:ss.fff' in UTC: no Date to build and format again. */
+const AS_READ = { dateStrings: true };
 
 /**
- * The reads of lists and searches. Their totals come from derived data instead of counting the
- * folder or scanning the owner's names: the per-folder counters and the trigram index, both kept in
- * the write transactions (derived.hooks.ts).
+ * A file as lists and searches show it: the columns of its view only, its times in ISO 8601 (UTC)
+ * as `Date.prototype.toISOString` writes them.
+ */
+export interface ListedFile {
+  id: string;
+  parentId: string | null;
+  name: string;
+  sizeBytes: number;
+  mimeType: string | null;
+  contentSha256: string | null;
+  createdAt: string;
+  updatedAt: string;
+  rev: number;
+}
+
+interface ListedRow {
+  id: string;
+  parent_id: string | null;
+  name: string;
+  size_bytes: string | number;
+  mime_type: string | null;
+  content_sha256: string | null;
+  created_at: string;
+  updated_at: string;
+  rev: number;
+  total_files: string | number | null;
+}
+
+/** '2026-11-22 05:00:00.123' (the session's time zone is UTC) to '2026-11-22T05:00:00.123Z'. */
+const isoOf = (datetime: string) => `${datetime.slice(0, 10)}T${datetime.slice(11)}Z`;
+
+const toListed = (row: ListedRow): ListedFile => ({
+  id: row.id,
+  parentId: row.parent_id,
+  name: row.name,
+  sizeBytes: Number(row.size_bytes),
+  mimeType: row.mime_type,
+  contentSha256: row.content_sha256,
+  createdAt: isoOf(row.created_at),
+  updatedAt: isoOf(row.updated_at),
+  rev: Number(row.rev),
+});
+const ACTIVE_FILES_IN = `user_id = ? AND parent_key = ? AND type = 'file' AND alive = 1`;
+const FOLDER_TOTAL = '(SELECT files FROM folder_file_counts WHERE user_id = ? AND parent_key = ?) AS total_files';
+
+/**
+ * The reads of lists and searches, each one statement whose text is fixed per shape (no query
+ * builder on these paths: they run on every list and search). Totals come from derived data
+ * instead of counting the folder or scanning the owner's names: the per-folder counters and the
+ * trigram index, both kept in the write transactions (derived.hooks.ts).
  */
 export class ListingRepository {
   private readonly counters: CountersRepository;
   private readonly index: SearchIndexRepository;
+  private readonly listSql = new Map<string, string>();
 
   constructor(private readonly db: Knex) {
     this.counters = new CountersRepository(db);
@@ -25,27 +88,20 @@ export class ListingRepository {
   }
 
   /**
-   * One page of a folder's files and its total, in one statement: the page by a deferred join and the
-   * total read from the folder's counter as a scalar subquery, so the folder is never counted. A page
-   * past the end has no row to carry the total; only then is the counter read on its own.
+   * One page of a folder's files and its total, in one statement: the total is read from the
+   * folder's counter as a scalar subquery, so the folder is never counted. A page past the end has
+   * no row to carry the total; only then is the counter read on its own.
    */
-  async listFiles(userId: string, parentId: string | null, q: ListQuery): Promise<PageResult<ResourceRecord>> {
-    const direction = q.descending ? 'desc' : 'asc';
-    const order: Order = [
-      { column: q.sort, order: direction },
-      { column: 'id', order: direction },
-    ];
+  async listFiles(userId: string, parentId: string | null, q: ListQuery): Promise<PageResult<ListedFile>> {
     const parentKey = parentId ?? '';
-    const ids = this.db('resources')
-      .where({ user_id: userId, parent_key: parentKey, type: 'file', alive: 1 })
-      .orderBy(order)
-      .limit(q.limit)
-      .offset(q.offset)
-      .select('id');
-    const total = this.db('folder_file_counts').where({ user_id: userId, parent_key: parentKey }).select('files');
-    const rows = (await this.page(userId, ids, order).select(total.as('total_files'))) as Array<ResourceRow & { total_files: string | number | null }>;
+    const straight = q.offset <= STRAIGHT_PAGE_MAX_OFFSET;
+    const sql = this.listStatement(q.sort, q.descending, straight);
+    const bindings = straight
+      ? [userId, parentKey, userId, parentKey, q.limit, q.offset]
+      : [userId, parentKey, userId, parentKey, q.limit, q.offset, userId];
+    const [rows] = (await this.db.raw(sql, bindings).options(AS_READ)) as [ListedRow[]];
     if (rows.length === 0) return { items: [], total: await this.counters.filesIn(userId, parentId) };
-    return { items: rows.map(toRecord), total: Number(rows[0]!.total_files ?? 0) };
+    return { items: rows.map(toListed), total: Number(rows[0]!.total_files ?? 0) };
   }
 
   /**
@@ -53,48 +109,51 @@ export class ListingRepository {
    * significant, '%', '_' and '\' are literal, by name then id, with the exact total. A term of three
    * characters or more reads one posting list of the trigram index, its rarest trigram's, verifying
    * each entry with the same LIKE on the name the entry carries; a shorter term scans the owner's names.
+   * Page and total are one statement, the total a scalar subquery evaluated once.
    */
-  async searchFiles(userId: string, text: string, limit: number, offset: number): Promise<PageResult<ResourceRecord>> {
+  async searchFiles(userId: string, text: string, limit: number, offset: number): Promise<PageResult<ListedFile>> {
     const pattern = likeContains(text);
     const rarest = await this.index.rarestGram(userId, text);
     if (rarest?.entries === 0) return { items: [], total: 0 };
-    const matching = rarest
-      ? () => this.index.matching(userId, rarest.gram, pattern)
-      : () => this.db('resources').where({ user_id: userId, type: 'file', alive: 1 }).andWhereRaw(NAME_MATCHES, [pattern]);
-    const idColumn = rarest ? 'resource_id' : 'id';
-    const order: Order = [
-      { column: 'name', order: 'asc' },
-      { column: idColumn, order: 'asc' },
-    ];
-    const ids = matching().orderBy(order).limit(limit).offset(offset).select(`${idColumn} as id`);
-    // The count rides along as a scalar subquery (evaluated once): one round trip for page and total.
-    const count = matching().count({ n: '*' });
-    const rows = (await this.page(userId, ids, [
-      { column: 'name', order: 'asc' },
-      { column: 'id', order: 'asc' },
-    ]).select(count.as('total_files'))) as Array<ResourceRow & { total_files: string | number }>;
-    if (rows.length > 0) return { items: rows.map(toRecord), total: Number(rows[0]!.total_files) };
-    const alone = await matching().count<{ n: number | string }[]>({ n: '*' });
+    const matching: SqlSource = rarest
+      ? SearchIndexRepository.candidates(userId, rarest.gram, pattern)
+      : { from: `resources WHERE user_id = ? AND type = 'file' AND alive = 1 AND ${NAME_MATCHES}`, bindings: [userId, pattern], id: 'id' };
+    const [rows] = (await this.db.raw(
+      `SELECT ${R_LISTED_ROW}, (SELECT COUNT(*) FROM ${matching.from}) AS total_files
+       FROM resources r
+       JOIN (SELECT ${matching.id} AS id FROM ${matching.from} ORDER BY name, ${matching.id} LIMIT ? OFFSET ?) page ON page.id = r.id
+       WHERE r.user_id = ? ORDER BY r.name, r.id`,
+      [...matching.bindings, ...matching.bindings, limit, offset, userId],
+    ).options(AS_READ)) as [ListedRow[]];
+    if (rows.length > 0) return { items: rows.map(toListed), total: Number(rows[0]!.total_files) };
+    const [alone] = (await this.db.raw(`SELECT COUNT(*) AS n FROM ${matching.from}`, matching.bindings)) as [Array<{ n: number | string }>];
     return { items: [], total: Number(alone[0]?.n ?? 0) };
   }
 
   async listFolders(userId: string, parentId: string | null): Promise<ResourceRecord[]> {
-    const rows = await this.db('resources')
-      .where({ user_id: userId, parent_key: parentId ?? '', type: 'folder', alive: 1 })
-      .orderBy([{ column: 'name' }, { column: 'id' }])
-      .select(COLUMNS);
-    return (rows as ResourceRow[]).map(toRecord);
+    const [rows] = (await this.db.raw(
+      `SELECT ${ROW} FROM resources WHERE user_id = ? AND parent_key = ? AND type = 'folder' AND alive = 1 ORDER BY name, id`,
+      [userId, parentId ?? ''],
+    )) as [ResourceRow[]];
+    return rows.map(toRecord);
   }
 
   /**
-   * The full rows of a page of ids, as a query more columns can be added to: a deferred join, so the
-   * ids are picked on a covering index (filter, order, offset) and only the page's rows are read.
+   * The statement of a list page: straight from the sort's index while the offset is small, by a
+   * deferred join beyond (the ids picked on the covering index, then only the page's rows read).
    */
-  private page(userId: string, ids: Knex.QueryBuilder, order: Order): Knex.QueryBuilder {
-    return this.db('resources as r')
-      .join(ids.as('page'), 'page.id', 'r.id')
-      .where('r.user_id', userId)
-      .orderBy(order.map((o) => ({ column: `r.${o.column}`, order: o.order })))
-      .select(COLUMNS.map((c) => `r.${c}`));
+  private listStatement(sort: FileSortColumn, descending: boolean, straight: boolean): string {
+    if (!SORTABLE.has(sort)) throw new Error(`not a sort column: ${String(sort)}`);
+    const key = `${sort} ${descending} ${straight}`;
+    let sql = this.listSql.get(key);
+    if (sql) return sql;
+    const dir = descending ? 'DESC' : 'ASC';
+    sql = straight
+      ? `SELECT ${LISTED_ROW}, ${FOLDER_TOTAL} FROM resources WHERE ${ACTIVE_FILES_IN} ORDER BY ${sort} ${dir}, id ${dir} LIMIT ? OFFSET ?`
+      : `SELECT ${R_LISTED_ROW}, ${FOLDER_TOTAL} FROM resources r
+         JOIN (SELECT id FROM resources WHERE ${ACTIVE_FILES_IN} ORDER BY ${sort} ${dir}, id ${dir} LIMIT ? OFFSET ?) page ON page.id = r.id
+         WHERE r.user_id = ? ORDER BY r.${sort} ${dir}, r.id ${dir}`;
+    this.listSql.set(key, sql);
+    return sql;
   }
 }

@@ -24,6 +24,13 @@ const FIRST_OCCURRENCE = `LOCATE(SUBSTRING(LOWER(r.name), p.n, ${GRAM}), LOWER(r
 /** The case-insensitive, accent-sensitive LIKE of today's search, evaluated on a name column. */
 export const NAME_MATCHES = `LOWER(name) LIKE ${TERM} ESCAPE '!'`;
 
+/** A FROM ... WHERE clause with its bindings and the column that holds a file's id. */
+export interface SqlSource {
+  from: string;
+  bindings: Array<string | number>;
+  id: string;
+}
+
 const marks = (n: number) => Array.from({ length: n }, () => '?').join(',');
 
 /** Index and the same recomputed from `resources`, for the repair command. */
@@ -104,9 +111,13 @@ export class SearchIndexRepository {
     return rows.map((r) => Number(r.gram));
   }
 
-  /** Ids of the files on `gram`'s posting list whose name matches `pattern`, by name then id. */
-  matching(userId: string, gram: number, pattern: string): Knex.QueryBuilder {
-    return this.db('search_grams').where({ user_id: userId, gram }).andWhereRaw(NAME_MATCHES, [pattern]);
+  /**
+   * The entries of `gram`'s posting list whose name matches `pattern`, as the FROM and WHERE of a
+   * statement (with its bindings) and the column holding the file's id: read in (name, id) order
+   * straight off the primary key.
+   */
+  static candidates(userId: string, gram: number, pattern: string): SqlSource {
+    return { from: `search_grams WHERE user_id = ? AND gram = ? AND ${NAME_MATCHES}`, bindings: [userId, gram, pattern], id: 'resource_id' };
   }
 
   /** Index entries and recomputed ones of one owner that differ, counted both ways. */

@@ -90,18 +90,15 @@ export class UserRepository {
   }
 
   /** One indexed query per authenticated request: both the user and the device must still be active. */
+  /** Runs on every authenticated request: one fixed statement, no query builder. */
   async findPrincipal(userId: string, deviceId: string): Promise<Principal | undefined> {
-    const row = await this.db('users as u')
-      .join('devices as d', (j) => j.on('d.id', '=', this.db.raw('?', [deviceId])))
-      .where('u.id', userId)
-      .whereNull('u.deleted_at')
-      .whereNull('d.deleted_at')
-      .first<{ id: string; username: string; is_admin: number; device_id: string } | undefined>(
-        'u.id',
-        'u.username',
-        'u.is_admin',
-        'd.id as device_id',
-      );
+    const [rows] = (await this.db.raw(
+      `SELECT u.id, u.username, u.is_admin, d.id AS device_id FROM users u JOIN devices d ON d.id = ?
+       WHERE u.id = ? AND u.deleted_at IS NULL AND d.deleted_at IS NULL LIMIT 1`,
+      [deviceId, userId],
+    )) as [Array<{ id: string; username: string; is_admin: number; device_id: string }>];
+    const row = rows[0];
     return row ? { userId: row.id, username: row.username, isAdmin: Boolean(row.is_admin), deviceId: row.device_id } : undefined;
   }
+
 }

@@ -254,10 +254,11 @@ describe('GET /v1/files in a folder', () => {
 
     describe('with 1001 files', () => {
       let big: string;
+      let rows: Array<{ id: string; size_bytes: number; created_at: Date; updated_at: Date }>;
 
       beforeAll(async () => {
         big = await insertFolder(env.db, userId, 'big');
-        const rows = Array.from({ length: 1001 }, (_, i) => ({
+        rows = Array.from({ length: 1001 }, (_, i) => ({
           id: newId(),
           user_id: userId,
           parent_id: big,
@@ -285,6 +286,26 @@ describe('GET /v1/files in a folder', () => {
         expect(res.status).toBe(200);
         expect(res.body).toMatchObject({ total: 1001, limit: 1000, offset: 0 });
         expect(res.body.items).toHaveLength(1000);
+      });
+
+      test.each([
+        ['size', 'asc'],
+        ['size', 'desc'],
+        ['created_at', 'desc'],
+        ['updated_at', 'asc'],
+      ])('pages by %s %s read straight at small offsets and by the ids first at deep ones agree with the full order', async (sort, order) => {
+        const key = (r: (typeof rows)[number]) => (sort === 'size' ? r.size_bytes : (sort === 'created_at' ? r.created_at : r.updated_at).getTime());
+        const sign = order === 'asc' ? 1 : -1;
+        const expected = [...rows].sort((a, b) => sign * (key(a) - key(b) || (a.id < b.id ? -1 : 1))).map((r) => r.id);
+
+        const seen: string[] = [];
+        for (let offset = 0; offset < 300; offset += 30) {
+          const res = await api.get(`/v1/files?folderId=${big}&sort=${sort}&order=${order}&limit=30&offset=${offset}`);
+          expect(res.body).toMatchObject({ total: 1001, limit: 30, offset });
+          seen.push(...ids(res));
+        }
+
+        expect(seen).toEqual(expected.slice(0, 300));
       });
 
       test('limit=1000 returns 1000 items', async () => {
@@ -315,6 +336,20 @@ describe('GET /v1/files in a folder', () => {
     ['33 characters', `${newId()}0`],
   ])('a malformed folderId (%s) gives 400 INVALID_REQUEST', async (_label, folderId) => {
     expectError(await api.get(`/v1/files?folderId=${folderId}`), 400, 'INVALID_REQUEST');
+  });
+
+  test('lists and searches show times to the millisecond, in UTC, as the file itself does', async () => {
+    const folder = await insertFolder(env.db, userId, 'timed');
+    const file = await seedFile(userId, 'timed-leap-day.txt', folder, { createdAt: new Date('2024-02-29T23:59:58.007Z'), updatedAt: new Date('2025-01-01T00:00:00.990Z') });
+    const expected = { id: file.id, createdAt: '2024-02-29T23:59:58.007Z', updatedAt: '2025-01-01T00:00:00.990Z' };
+
+    const listed = await api.get(`/v1/files?folderId=${folder}`);
+    const found = await api.get('/v1/files/search?q=timed-leap');
+    const single = await api.get(`/v1/files/${file.id}`);
+
+    expect(listed.body.items).toEqual([expect.objectContaining(expected)]);
+    expect(found.body.items).toEqual([expect.objectContaining(expected)]);
+    expect(single.body).toEqual(expect.objectContaining(expected));
   });
 
   test('a well-formed folderId that names nothing gives 404 NOT_FOUND', async () => {

@@ -21,15 +21,23 @@ export interface FolderView {
   rev: number;
 }
 
-export function toFileView(r: ResourceRecord): FileView {
+/** What a file's view is made of: a full record, or a listed file whose times are already ISO 8601. */
+export type FileViewSource = Pick<ResourceRecord, 'id' | 'name' | 'sizeBytes' | 'mimeType' | 'parentId' | 'rev' | 'contentSha256'> & {
+  createdAt: Date | string;
+  updatedAt: Date | string;
+};
+
+const iso = (t: Date | string) => (typeof t === 'string' ? t : t.toISOString());
+
+export function toFileView(r: FileViewSource): FileView {
   const view: FileView = {
     id: r.id,
     name: r.name,
     size: r.sizeBytes,
     mimeType: r.mimeType ?? '',
     folderId: r.parentId ?? '',
-    createdAt: r.createdAt.toISOString(),
-    updatedAt: r.updatedAt.toISOString(),
+    createdAt: iso(r.createdAt),
+    updatedAt: iso(r.updatedAt),
     rev: r.rev,
   };
   if (r.contentSha256) view.sha256 = r.contentSha256;

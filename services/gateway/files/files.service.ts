@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import mime from 'mime-types';
-import type { ListingRepository } from '../../../shared/db/listing.repository';
+import type { ListedFile, ListingRepository } from '../../../shared/db/listing.repository';
 import type { OwnerTransactions } from '../../../shared/db/owner.transaction';
 import type { FileSortColumn, PageResult, ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
 import { invalid, notFound } from '../../../shared/errors';
@@ -52,12 +52,12 @@ export class FilesService {
     private readonly listing: ListingRepository,
   ) {}
 
-  async list(userId: string, input: ListFilesInput): Promise<PageResult<ResourceRecord>> {
+  async list(userId: string, input: ListFilesInput): Promise<PageResult<ListedFile>> {
     if (input.folderId !== null) await this.requireFolder(userId, input.folderId);
     return this.listing.listFiles(userId, input.folderId, input);
   }
 
-  search(userId: string, text: string, limit: number, offset: number): Promise<PageResult<ResourceRecord>> {
+  search(userId: string, text: string, limit: number, offset: number): Promise<PageResult<ListedFile>> {
     return this.listing.searchFiles(userId, text.normalize('NFC'), limit, offset);
   }
 
