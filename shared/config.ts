@@ -32,6 +32,8 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   readonly feedMaxHeld: number;
   readonly feedMaxHeldPerUser: number;
+  /** How long a gateway reuses the check that a token's user and device exist; 0 checks every request. */
+  readonly authCacheMs: number;
   /** Days a deleted resource stays restorable; fractional values allowed (tests use seconds). */
   readonly trashRetentionDays: number;
 }
@@ -68,6 +70,7 @@ const schema = Joi.object({
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).default(30000),
   FEED_MAX_HELD: Joi.number().integer().min(1).default(10000),
   FEED_MAX_HELD_PER_USER: Joi.number().integer().min(1).default(50),
+  AUTH_CACHE_MS: Joi.number().integer().min(0).max(60000).default(5000),
   TRASH_RETENTION_DAYS: Joi.number().positive().max(36500).default(30),
 })
   .and('ADMIN_USERNAME', 'ADMIN_PASSWORD')
@@ -148,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
     feedMaxHeld: value.FEED_MAX_HELD,
     feedMaxHeldPerUser: value.FEED_MAX_HELD_PER_USER,
+    authCacheMs: value.AUTH_CACHE_MS,
     trashRetentionDays: value.TRASH_RETENTION_DAYS,
   });
 }

@@ -18,6 +18,7 @@ import { authRoutes } from './auth/auth.routes';
 import { AuthService } from './auth/auth.service';
 import { ConcurrencyLimiter } from './auth/limiter';
 import { PasswordHasher } from './auth/password.hasher';
+import { PrincipalCache } from './auth/principal.cache';
 import { clientAddress, clientAndUsername, FailureLimit, RateLimits } from './auth/rate.limits';
 import { TokenService } from './auth/token.service';
 import type { ChangeHub } from './changes/change.hub';
@@ -62,13 +63,15 @@ export interface Gateway {
   metrics: GatewayMetrics;
   /** Resumable uploads; `ready()` once their lock's Redis subscription is up. */
   uploads: UploadsModule;
-  /** Closes what buildGateway opened itself (the Redis connections of the rate limits and the upload lock). */
+  /** Who recently passed the token check; `ready()` once its revocation subscription is up. */
+  principals: PrincipalCache;
+  /** Closes what buildGateway opened itself (the Redis connections of the rate limits, the principal cache and the upload lock). */
   close(): Promise<void>;
 }
 
 /**
- * Wires the gateway's routes; binds no port, so tests can bind it to an ephemeral one. It opens one
- * Redis connection, for the rate limits; `close()` ends it.
+ * Wires the gateway's routes; binds no port, so tests can bind it to an ephemeral one. It opens Redis
+ * connections for the rate limits, the principal cache and the upload lock; `close()` ends them.
  */
 export function buildGateway(deps: GatewayDeps): Gateway {
   const { config, db, sync, logger } = deps;
@@ -85,7 +88,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const trash = new TrashService(owners, trashRepo, new TrashPurger(owners, trashRepo, config.uploadDir, logger));
   const content = new ContentService(owners, resources, config.uploadDir, logger);
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
-  const authenticated = requireUser(tokens, users);
+  const principals = new PrincipalCache(config.authCacheMs, config.redisUrl, config.queuePrefix, logger);
+  const authenticated = requireUser(tokens, users, principals);
   const metrics = new GatewayMetrics(sync.queues);
   const uploads = createUploads({ config, files, content, resources, authenticated, logger });
   const limits = new RateLimits(config.redisUrl, config.queuePrefix, logger);
@@ -150,7 +154,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
   v1.use(deviceRoutes(devices, registerLimit));
   v1.use(authRoutes(auth, loginLimits, authenticated));
-  v1.use(userRoutes(users, hasher, authenticated));
+  v1.use(userRoutes(users, hasher, principals, authenticated));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
   v1.use(trashRoutes(trash, authenticated));
   app.use('/v1', v1);
@@ -163,7 +167,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     storage,
     metrics,
     uploads,
+    principals,
     close: async () => {
+      principals.close();
       await Promise.all([limits.close(), uploads.close()]);
     },
   };

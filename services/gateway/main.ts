@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   const gateway = buildGateway({ config, jwtSecret, db, sync, changes, logger, opsQueues: [maintenance] });
   const { hasher, storage } = gateway;
   if ((await ensureInitialAdmin(config, db, hasher)) === 'created') logger.info('initial administrator created');
-  await Promise.all([hasher.warmUp(), sync.ready(), changes.ready(), gateway.uploads.ready(), storage.sweep(24 * 3600 * 1000)]);
+  await Promise.all([hasher.warmUp(), sync.ready(), changes.ready(), gateway.uploads.ready(), gateway.principals.ready(), storage.sweep(24 * 3600 * 1000)]);
 
   // The bound port, not the configured one: with PORT=0 (tests, side-by-side runs) the OS picks it.
   const server = createHttpServer(gateway.app);

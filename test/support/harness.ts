@@ -108,7 +108,7 @@ export async function startGateway(env: TestEnv, serverOptions: HttpServerOption
   const maintenance = openMaintenanceQueue(env.config.redisUrl, env.config.queuePrefix);
   const gateway = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes, logger, opsQueues: [maintenance] });
   await ensureInitialAdmin(env.config, env.db, gateway.hasher);
-  await Promise.all([sync.ready(), changes.ready(), gateway.uploads.ready()]);
+  await Promise.all([sync.ready(), changes.ready(), gateway.uploads.ready(), gateway.principals.ready()]);
   const server = await listen(createHttpServer(gateway.app, serverOptions), 0, '127.0.0.1');
   const { port } = server.address() as AddressInfo;
   return {

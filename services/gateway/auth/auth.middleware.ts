@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '../../../shared/errors';
 import type { Principal, UserRepository } from '../../../shared/db/user.repository';
+import type { PrincipalCache } from './principal.cache';
 import type { TokenService } from './token.service';
 
 declare module 'express-serve-static-core' {
@@ -17,14 +18,22 @@ export function bearerToken(req: Request): string | undefined {
   return match?.[1];
 }
 
-/** Accepts a request only with a valid token whose user and device both still exist. */
-export function requireUser(tokens: TokenService, users: UserRepository): RequestHandler {
+/**
+ * Accepts a request only with a valid token whose user and device both still exist. The token is
+ * verified every time; that its user and device exist is read from MySQL or, within AUTH_CACHE_MS
+ * of the last read, from the cache (which a deleted account leaves at once).
+ */
+export function requireUser(tokens: TokenService, users: UserRepository, cache: PrincipalCache): RequestHandler {
   return async (req: Request, _res: Response, next: NextFunction) => {
     const token = bearerToken(req);
     if (!token) throw new AppError('UNAUTHORIZED', 'missing or invalid token');
     const claims = tokens.verify(token);
-    const principal = await users.findPrincipal(claims.userId, claims.deviceId);
-    if (!principal) throw new AppError('UNAUTHORIZED', 'missing or invalid token');
+    let principal = cache.get(claims.userId, claims.deviceId);
+    if (!principal) {
+      principal = await users.findPrincipal(claims.userId, claims.deviceId);
+      if (!principal) throw new AppError('UNAUTHORIZED', 'missing or invalid token');
+      cache.remember(principal);
+    }
     req.principal = principal;
     next();
   };

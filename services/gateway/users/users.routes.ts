@@ -5,6 +5,7 @@ import { isId, newId } from '../../../shared/ids';
 import type { UserRepository } from '../../../shared/db/user.repository';
 import { principalOf, requireAdmin, type requireUser } from '../auth/auth.middleware';
 import type { PasswordHasher } from '../auth/password.hasher';
+import type { PrincipalCache } from '../auth/principal.cache';
 import { queryString, singleParam, validateBody } from '../http/request';
 
 export const USERNAME = Joi.string().pattern(/^[A-Za-z0-9._-]{3,64}$/).messages({
@@ -18,7 +19,12 @@ const createUserSchema = Joi.object({
   isAdmin: Joi.boolean(),
 });
 
-export function userRoutes(users: UserRepository, hasher: PasswordHasher, authenticated: ReturnType<typeof requireUser>): Router {
+export function userRoutes(
+  users: UserRepository,
+  hasher: PasswordHasher,
+  principals: PrincipalCache,
+  authenticated: ReturnType<typeof requireUser>,
+): Router {
   const router = Router();
 
   router.get('/users/resolve', authenticated, async (req, res) => {
@@ -54,6 +60,7 @@ export function userRoutes(users: UserRepository, hasher: PasswordHasher, authen
     if (!isId(id)) throw notFound('no such user');
     if (id === principalOf(req).userId) throw new AppError('INVALID_REQUEST', 'administrators cannot delete their own account');
     if (!(await users.softDelete(id, new Date()))) throw notFound('no such user');
+    await principals.revoked(id);
     res.status(204).end();
   });
 

@@ -1,0 +1,104 @@
+import IORedis from 'ioredis';
+import type { Principal } from '../../../shared/db/user.repository';
+import type { Logger } from '../../../shared/logger';
+import { redisOptions } from '../../../shared/queue/sync.contract';
+
+/** Entries kept at most; the oldest go first. */
+const MAX_ENTRIES = 50_000;
+
+/**
+ * Principals (user and device of a verified token) found to exist in the last `ttlMs`, so that a
+ * client's requests in quick succession cost one lookup instead of one each. The token itself is
+ * still verified on every request; only the check that its user and device still exist is reused.
+ *
+ * A revocation (an account deleted) must not wait for the TTL: the gateway that makes it forgets the
+ * user at once and publishes the user id on `<prefix>:principals`, and every gateway forgets it on
+ * receipt. While that subscription is down, messages could be missed, so the cache is bypassed
+ * entirely, and it starts empty again whenever the subscription comes back. With `ttlMs` 0 there is
+ * no cache and no Redis connection.
+ */
+export class PrincipalCache {
+  private readonly entries = new Map<string, { principal: Principal; until: number }>();
+  private readonly subscriber?: IORedis;
+  private readonly publisher?: IORedis;
+  private readonly channel: string;
+  private listening = false;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(
+    private readonly ttlMs: number,
+    redisUrl: string,
+    prefix: string,
+    private readonly logger: Logger,
+  ) {
+    this.channel = `${prefix}:principals`;
+    if (ttlMs <= 0) return;
+    this.subscriber = new IORedis({ ...redisOptions(redisUrl, 'blocking'), connectionName: `${prefix}-principals` });
+    this.publisher = new IORedis(redisOptions(redisUrl, 'producer'));
+    for (const conn of [this.subscriber, this.publisher]) {
+      conn.on('error', (err) => logger.debug({ err: err.message }, 'redis principal cache connection error'));
+    }
+    this.subscriber.on('message', (_channel: string, userId: string) => this.forget(userId));
+    // At every (re)connection: subscribe (again; a repeat is harmless), start from nothing, and use
+    // the cache only once the subscription is confirmed.
+    this.subscriber.on('ready', () => {
+      this.entries.clear();
+      this.subscriber!.subscribe(this.channel).then(
+        () => this.listen(true),
+        (err: Error) => logger.warn({ err: err.message }, 'principal cache: could not subscribe'),
+      );
+    });
+    this.subscriber.on('close', () => this.listen(false));
+  }
+
+  /** The cached principal of that user and device, if it was seen to exist within the TTL. */
+  get(userId: string, deviceId: string): Principal | undefined {
+    if (!this.listening) return undefined;
+    const key = `${userId}:${deviceId}`;
+    const hit = this.entries.get(key);
+    if (!hit) return undefined;
+    if (hit.until > Date.now()) return hit.principal;
+    this.entries.delete(key);
+    return undefined;
+  }
+
+  /** Remembers a principal just read from MySQL. */
+  remember(principal: Principal): void {
+    if (!this.listening) return;
+    if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(`${principal.userId}:${principal.deviceId}`, { principal, until: Date.now() + this.ttlMs });
+  }
+
+  /** After a user's account was deleted (committed): forgotten here at once, and on every gateway by message. */
+  async revoked(userId: string): Promise<void> {
+    this.forget(userId);
+    if (!this.publisher) return;
+    await this.publisher.publish(this.channel, userId).catch((err: Error) => {
+      // Other gateways bypass their cache while their own subscription is down; if only this
+      // publish failed, theirs forgets the user within the TTL.
+      this.logger.warn({ err: err.message, userId }, 'principal cache: could not publish a revocation');
+    });
+  }
+
+  private forget(userId: string): void {
+    const prefix = `${userId}:`;
+    for (const key of this.entries.keys()) if (key.startsWith(prefix)) this.entries.delete(key);
+  }
+
+  private listen(on: boolean): void {
+    this.listening = on;
+    this.entries.clear();
+    if (on) for (const resolve of this.waiting.splice(0)) resolve();
+  }
+
+  /** Resolves once the subscription is up (at once without a cache). */
+  async ready(): Promise<void> {
+    if (!this.subscriber || this.listening) return;
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  close(): void {
+    this.subscriber?.disconnect();
+    this.publisher?.disconnect();
+  }
+}
