@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { ActiveFilesRepository } from './active-files.repository';
 import { CountersRepository } from './counters.repository';
 import { SearchIndexRepository } from './search-index.repository';
 
@@ -26,6 +27,7 @@ const deferring = new WeakMap<object, DerivedData>();
  * recomputes everything.
  */
 export class DerivedData {
+  private readonly files: ActiveFilesRepository;
   private readonly counters: CountersRepository;
   private readonly index: SearchIndexRepository;
   /** Per owner: ids whose count is added at the flush (not counted in the table now). */
@@ -37,6 +39,7 @@ export class DerivedData {
     db: Db,
     private readonly deferred: boolean,
   ) {
+    this.files = new ActiveFilesRepository(db);
     this.counters = new CountersRepository(db);
     this.index = new SearchIndexRepository(db);
   }
@@ -61,12 +64,12 @@ export class DerivedData {
   }
 
   async deactivating(userId: string, ids: string[]): Promise<void> {
-    await this.counters.adjust(userId, without(this.uncounted, userId, ids), -1);
+    await this.counters.subtract(userId, without(this.uncounted, userId, ids));
     await this.index.remove(userId, without(this.unindexed, userId, ids));
   }
 
   async moving<T>(userId: string, ids: string[], change: () => Promise<T>): Promise<T> {
-    await this.counters.adjust(userId, without(this.uncounted, userId, ids), -1);
+    await this.counters.subtract(userId, without(this.uncounted, userId, ids));
     // Counted again from the final state, also when the change failed and nothing moved.
     add(this.uncounted, userId, ids);
     try {
@@ -86,10 +89,20 @@ export class DerivedData {
     }
   }
 
-  /** Adds the counts and index entries that waited, from the rows' state now. */
+  /**
+   * Adds the counts and index entries that waited, from the rows' state now: one read of the rows
+   * (which are active files, in which folder, how long their names are), then one statement per table.
+   */
   async flush(): Promise<void> {
-    for (const [userId, ids] of this.uncounted) await this.counters.adjust(userId, [...ids], 1);
-    for (const [userId, ids] of this.unindexed) await this.index.add(userId, [...ids]);
+    for (const userId of new Set([...this.uncounted.keys(), ...this.unindexed.keys()])) {
+      const uncounted = this.uncounted.get(userId) ?? new Set<string>();
+      const unindexed = this.unindexed.get(userId) ?? new Set<string>();
+      const files = await this.files.among(userId, [...new Set([...uncounted, ...unindexed])]);
+      const counts = new Map<string, number>();
+      for (const f of files) if (uncounted.has(f.id)) counts.set(f.parentKey, (counts.get(f.parentKey) ?? 0) + 1);
+      await this.counters.add(userId, counts);
+      await this.index.add(userId, files.filter((f) => unindexed.has(f.id)));
+    }
     this.uncounted.clear();
     this.unindexed.clear();
   }
