@@ -26,21 +26,22 @@ export class CountersRepository {
   }
 
   /**
-   * Subtracts every active file among `ids` from the count of the folder it is in now. Called before
-   * a change takes files out of a folder. The rows are found by primary key (FORCE INDEX: otherwise
-   * the optimizer may walk all of the owner's rows on an index that starts with user_id).
+   * Adds `sign` for every active file among `ids`, to the count of the folder it is in now: -1 before
+   * a change takes files out of a folder, +1 after one puts them in. The rows are found by primary key
+   * (FORCE INDEX: given `user_id = ?` the optimizer may otherwise walk all of the owner's rows on one
+   * of the indexes that start with it).
    */
-  async subtract(userId: string, ids: string[]): Promise<void> {
+  async adjust(userId: string, ids: string[], sign: 1 | -1): Promise<void> {
     for (let i = 0; i < ids.length; i += CHUNK) {
       const chunk = ids.slice(i, i + CHUNK);
       // VALUES(files) is deprecated on MySQL 8.0.20+ but still works there, and is what MariaDB has.
       await this.db.raw(
         `INSERT INTO folder_file_counts (user_id, parent_key, files)
-         SELECT user_id, parent_key, -COUNT(*) FROM resources FORCE INDEX (PRIMARY)
+         SELECT user_id, parent_key, ? * COUNT(*) FROM resources FORCE INDEX (PRIMARY)
          WHERE id IN (${chunk.map(() => '?').join(',')}) AND user_id = ? AND type = 'file' AND alive = 1
          GROUP BY user_id, parent_key
          ON DUPLICATE KEY UPDATE files = files + VALUES(files)`,
-        [...chunk, userId],
+        [sign, ...chunk, userId],
       );
     }
   }

@@ -5,6 +5,11 @@ import { SearchIndexRepository } from './search-index.repository';
 
 type Db = Knex | Knex.Transaction;
 
+/** Up to this many waiting ids, a flush skips the read of their rows (saves a round trip). */
+const FEW = 8;
+/** Longest name the schema holds, in characters: the bound of the index's positions when names are not read. */
+const MAX_NAME_CHARS = 255;
+
 /** Transactions whose owner (OwnerTransactions.run) flushes their deferred derived data before commit. */
 const deferring = new WeakMap<object, DerivedData>();
 
@@ -64,12 +69,12 @@ export class DerivedData {
   }
 
   async deactivating(userId: string, ids: string[]): Promise<void> {
-    await this.counters.subtract(userId, without(this.uncounted, userId, ids));
+    await this.counters.adjust(userId, without(this.uncounted, userId, ids), -1);
     await this.index.remove(userId, without(this.unindexed, userId, ids));
   }
 
   async moving<T>(userId: string, ids: string[], change: () => Promise<T>): Promise<T> {
-    await this.counters.subtract(userId, without(this.uncounted, userId, ids));
+    await this.counters.adjust(userId, without(this.uncounted, userId, ids), -1);
     // Counted again from the final state, also when the change failed and nothing moved.
     add(this.uncounted, userId, ids);
     try {
@@ -90,18 +95,26 @@ export class DerivedData {
   }
 
   /**
-   * Adds the counts and index entries that waited, from the rows' state now: one read of the rows
-   * (which are active files, in which folder, how long their names are), then one statement per table.
+   * Adds the counts and index entries that waited, from the rows' state now. For many rows (a sync
+   * batch's creates): one read of the rows (active files, their folders, the lengths of their names),
+   * then one statement per table. For a few, one statement per table that reads the rows itself.
    */
   async flush(): Promise<void> {
     for (const userId of new Set([...this.uncounted.keys(), ...this.unindexed.keys()])) {
-      const uncounted = this.uncounted.get(userId) ?? new Set<string>();
-      const unindexed = this.unindexed.get(userId) ?? new Set<string>();
+      const uncounted = [...(this.uncounted.get(userId) ?? [])];
+      const unindexed = [...(this.unindexed.get(userId) ?? [])];
+      if (uncounted.length + unindexed.length <= FEW) {
+        await this.counters.adjust(userId, uncounted, 1);
+        await this.index.add(userId, unindexed.map((id) => ({ id, nameChars: MAX_NAME_CHARS })));
+        continue;
+      }
+      const waiting = new Set(uncounted);
       const files = await this.files.among(userId, [...new Set([...uncounted, ...unindexed])]);
       const counts = new Map<string, number>();
-      for (const f of files) if (uncounted.has(f.id)) counts.set(f.parentKey, (counts.get(f.parentKey) ?? 0) + 1);
+      for (const f of files) if (waiting.has(f.id)) counts.set(f.parentKey, (counts.get(f.parentKey) ?? 0) + 1);
       await this.counters.add(userId, counts);
-      await this.index.add(userId, files.filter((f) => unindexed.has(f.id)));
+      const indexing = new Set(unindexed);
+      await this.index.add(userId, files.filter((f) => indexing.has(f.id)));
     }
     this.uncounted.clear();
     this.unindexed.clear();

@@ -44,10 +44,11 @@ export class SearchIndexRepository {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
   /**
-   * Indexes `files` (active files, as ActiveFilesRepository read them in this transaction) under their
-   * current names. The positions are bounded by the longest name as a constant: with only the
-   * per-row bound the optimizer plans the join to search_positions again for every file. Repeated
-   * trigrams are left out by position; IGNORE only skips two trigrams of one name with the same CRC32.
+   * Indexes the active files among `files` under their current names. `nameChars` is each name's
+   * length in characters as ActiveFilesRepository read it in this transaction, or any upper bound.
+   * The positions are bounded by the longest as a constant: with only the per-row bound the optimizer
+   * plans the join to search_positions again for every file. Repeated trigrams are left out by
+   * position; IGNORE only skips two trigrams of one name with the same CRC32.
    */
   async add(userId: string, files: Pick<ActiveFile, 'id' | 'nameChars'>[]): Promise<void> {
     const named = files.filter((f) => f.nameChars >= GRAM);
