@@ -1,8 +1,14 @@
 import type { Knex } from 'knex';
+import { ActiveFilesRepository } from './active-files.repository';
 import { CountersRepository } from './counters.repository';
 import { SearchIndexRepository } from './search-index.repository';
 
 type Db = Knex | Knex.Transaction;
+
+/** Up to this many waiting ids, a flush skips the read of their rows (saves a round trip). */
+const FEW = 8;
+/** Longest name the schema holds, in characters: the bound of the index's positions when names are not read. */
+const MAX_NAME_CHARS = 255;
 
 /** Transactions whose owner (OwnerTransactions.run) flushes their deferred derived data before commit. */
 const deferring = new WeakMap<object, DerivedData>();
@@ -26,6 +32,7 @@ const deferring = new WeakMap<object, DerivedData>();
  * recomputes everything.
  */
 export class DerivedData {
+  private readonly files: ActiveFilesRepository;
   private readonly counters: CountersRepository;
   private readonly index: SearchIndexRepository;
   /** Per owner: ids whose count is added at the flush (not counted in the table now). */
@@ -37,6 +44,7 @@ export class DerivedData {
     db: Db,
     private readonly deferred: boolean,
   ) {
+    this.files = new ActiveFilesRepository(db);
     this.counters = new CountersRepository(db);
     this.index = new SearchIndexRepository(db);
   }
@@ -86,10 +94,28 @@ export class DerivedData {
     }
   }
 
-  /** Adds the counts and index entries that waited, from the rows' state now. */
+  /**
+   * Adds the counts and index entries that waited, from the rows' state now. For many rows (a sync
+   * batch's creates): one read of the rows (active files, their folders, the lengths of their names),
+   * then one statement per table. For a few, one statement per table that reads the rows itself.
+   */
   async flush(): Promise<void> {
-    for (const [userId, ids] of this.uncounted) await this.counters.adjust(userId, [...ids], 1);
-    for (const [userId, ids] of this.unindexed) await this.index.add(userId, [...ids]);
+    for (const userId of new Set([...this.uncounted.keys(), ...this.unindexed.keys()])) {
+      const uncounted = [...(this.uncounted.get(userId) ?? [])];
+      const unindexed = [...(this.unindexed.get(userId) ?? [])];
+      if (uncounted.length + unindexed.length <= FEW) {
+        await this.counters.adjust(userId, uncounted, 1);
+        await this.index.add(userId, unindexed.map((id) => ({ id, nameChars: MAX_NAME_CHARS })));
+        continue;
+      }
+      const waiting = new Set(uncounted);
+      const files = await this.files.among(userId, [...new Set([...uncounted, ...unindexed])]);
+      const counts = new Map<string, number>();
+      for (const f of files) if (waiting.has(f.id)) counts.set(f.parentKey, (counts.get(f.parentKey) ?? 0) + 1);
+      await this.counters.add(userId, counts);
+      const indexing = new Set(unindexed);
+      await this.index.add(userId, files.filter((f) => indexing.has(f.id)));
+    }
     this.uncounted.clear();
     this.unindexed.clear();
   }

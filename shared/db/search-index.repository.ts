@@ -1,5 +1,6 @@
 import { crc32 } from 'node:zlib';
 import type { Knex } from 'knex';
+import type { ActiveFile } from './active-files.repository';
 
 /** Longest IN list sent in one statement. */
 const CHUNK = 1000;
@@ -49,15 +50,27 @@ export interface IndexDifference {
 export class SearchIndexRepository {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
-  /** Indexes the active files among `ids` under their current names. */
-  async add(userId: string, ids: string[]): Promise<void> {
-    for (let i = 0; i < ids.length; i += CHUNK) {
-      const chunk = ids.slice(i, i + CHUNK);
+  /**
+   * Indexes the active files among `files` under their current names. `nameChars` is each name's
+   * length in characters as ActiveFilesRepository read it in this transaction, or any upper bound.
+   * The positions are bounded by the longest as a constant: with only the per-row bound the optimizer
+   * plans the join to search_positions again for every file. Repeated trigrams are left out by
+   * position; IGNORE only skips two trigrams of one name with the same CRC32.
+   */
+  async add(userId: string, files: Pick<ActiveFile, 'id' | 'nameChars'>[]): Promise<void> {
+    const named = files.filter((f) => f.nameChars >= GRAM);
+    for (let i = 0; i < named.length; i += CHUNK) {
+      const chunk = named.slice(i, i + CHUNK);
+      const last = Math.max(...chunk.map((f) => f.nameChars)) - (GRAM - 1);
       await this.db.raw(
-        `INSERT INTO search_grams (user_id, gram, name, resource_id)
-         SELECT DISTINCT r.user_id, ${GRAM_OF_ROW}, r.name, r.id ${GRAMS_OF}
-         WHERE r.user_id = ? AND r.id IN (${marks(chunk.length)}) AND r.type = 'file' AND r.alive = 1 AND ${FIRST_OCCURRENCE}`,
-        [userId, ...chunk],
+        `INSERT IGNORE INTO search_grams (user_id, gram, name, resource_id)
+         SELECT r.user_id, CRC32(SUBSTRING(r.lowered, p.n, ${GRAM})), r.name, r.id
+         FROM (SELECT id, user_id, name, LOWER(name) AS lowered, CHAR_LENGTH(name) - ${GRAM - 1} AS last
+               FROM resources FORCE INDEX (PRIMARY)
+               WHERE id IN (${marks(chunk.length)}) AND user_id = ? AND type = 'file' AND alive = 1) r
+         JOIN search_positions p ON p.n <= ?
+         WHERE p.n <= r.last AND LOCATE(SUBSTRING(r.lowered, p.n, ${GRAM}), r.lowered) = p.n`,
+        [...chunk.map((f) => f.id), userId, last],
       );
     }
   }

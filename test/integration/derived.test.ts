@@ -176,6 +176,27 @@ describe('search index', () => {
     expect(await searchNames('-idx')).toEqual(['Vicuna-idx.txt']);
   });
 
+  test('one batch of names of every length is indexed whole: the longest name to its last trigram, short ones not at all', async () => {
+    const box = newId();
+    const longest = `${'w'.repeat(240)}-Tail-len-END`;
+    const names = ['ab', 'len', 'aaaa-len', 'Ωmega-lén-ü', longest, `${'é'.repeat(200)}-len-utf`];
+    expect(longest.length).toBe(253);
+    await sync([create(box, 'folder', 'len-box'), ...names.map((name, i) => create(newId(), 'file', name, i % 2 ? box : null))]);
+    await expectExact([null, box], [(await totals(null)).actual, 3]);
+    expect(await searchNames('tail-LEN-end')).toEqual([longest]);
+    expect(await searchNames('n-end')).toEqual([longest]);
+    expect(await searchNames('LÉN-Ü')).toEqual(['Ωmega-lén-ü']);
+    expect(await searchNames('ééé-len-UTF')).toEqual([`${'é'.repeat(200)}-len-utf`]);
+    expect(await searchNames('aaa')).toEqual(['aaaa-len']);
+    const indexed = await env.db('search_grams').where({ user_id: userId }).whereIn('name', names).select('name');
+    const perName = new Map<string, number>();
+    for (const r of indexed as Array<{ name: string }>) perName.set(r.name, (perName.get(r.name) ?? 0) + 1);
+    expect(perName.get('ab')).toBeUndefined();
+    expect(perName.get('len')).toBe(1);
+    // 'aaaa-len': aaa, aa-, a-l, -le, len (the repeated 'aaa' once).
+    expect(perName.get('aaaa-len')).toBe(5);
+  });
+
   test('terms shorter than a trigram scan, and agree with the index for longer ones', async () => {
     for (const name of ['q1-short', 'Q1-SHORT-2', 'zq-short']) await api.upload({}, { name, content: 'x' });
     expect(await searchNames('q1')).toEqual(['Q1-SHORT-2', 'q1-short']);
