@@ -81,6 +81,7 @@ export class InboxApplier {
     );
     let done: Applied[];
     let announced: Promise<void>[] = [];
+    let prelocked: InboxBatch[] | undefined;
     const endTimers = () => {
       settled = true;
       clearTimeout(deadline);
@@ -91,7 +92,8 @@ export class InboxApplier {
         data.userId,
         async (trx, clock) => {
           const inbox = new InboxRepository(trx);
-          locked = await inbox.lockPending(data.deviceId, data.userId, data.batchId);
+          // Locked with the owner's row; without an owner row, looked up on their own as before.
+          locked = prelocked ?? (await inbox.lockPending(data.deviceId, data.userId, data.batchId));
           const applied: Applied[] = [];
           for (const batch of locked) {
             if (expired) throw new DeadlineExceeded();
@@ -108,6 +110,11 @@ export class InboxApplier {
         {
           begun: async (trx) => {
             threadId = ((await trx.client.acquireConnection()) as { threadId: number }).threadId;
+          },
+          lockOwner: async (trx) => {
+            const owner = await new InboxRepository(trx).lockOwnerAndPending(data.userId, data.deviceId, data.batchId);
+            prelocked = owner?.batches;
+            return owner?.changeSeq;
           },
           // The waiting clients hear right after the commit, ahead of the change feed's doorbell and
           // of everything else this ring still does.

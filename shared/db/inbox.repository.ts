@@ -108,6 +108,28 @@ export class InboxRepository {
     return rows.map((r) => ({ id: String(r.id), deviceId: r.device_id, userId: r.user_id, requestId: r.request_id, ops: r.ops }));
   }
 
+  /**
+   * Locks the owner's row and, in the same statement, the device's pending batches of that owner up
+   * to `upToId`: lockPending with the owner's lock, in one round trip. The owner's row is read (and
+   * locked) first, the batches after it is granted, so they are seen as the previous holder of the
+   * owner's lock committed them. Undefined when the owner's row does not exist.
+   */
+  async lockOwnerAndPending(userId: string, deviceId: string, upToId: string): Promise<{ changeSeq: number; batches: InboxBatch[] } | undefined> {
+    const [rows] = (await this.db.raw(
+      'SELECT u.change_seq, b.id, b.device_id, b.user_id, b.request_id, b.ops FROM users u ' +
+        "LEFT JOIN sync_batches b ON b.device_id = ? AND b.user_id = u.id AND b.status = 'pending' AND b.id <= ? " +
+        'WHERE u.id = ? FOR UPDATE',
+      [deviceId, upToId, userId],
+    )) as [Array<{ change_seq: string | number; id: string | number | null; device_id: string; user_id: string; request_id: string; ops: string }>];
+    if (rows.length === 0) return undefined;
+    const batches = rows
+      .filter((r) => r.id !== null)
+      .map((r) => ({ id: String(r.id), deviceId: r.device_id, userId: r.user_id, requestId: r.request_id, ops: r.ops }))
+      // Oldest first; sorted here rather than in SQL, which would cost the join a temporary table.
+      .sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+    return { changeSeq: Number(rows[0]!.change_seq), batches };
+  }
+
   async markDone(id: string, resultJson: string, now: Date): Promise<void> {
     await this.db('sync_batches').where({ id }).update({ status: 'done', result: resultJson, finished_at: now });
   }

@@ -55,6 +55,12 @@ export interface OwnerRunOptions<T> {
    */
   begun?: (trx: Knex.Transaction) => Promise<void>;
   /**
+   * Takes the owner's lock in place of the plain locking read, with a statement that may lock more
+   * rows in the same round trip (the owner's row first); resolves to the owner's stored feed
+   * position, undefined when there is no such owner.
+   */
+  lockOwner?: (trx: Knex.Transaction) => Promise<number | undefined>;
+  /**
    * Called once the transaction has committed, before the change feed is notified: the sync worker
    * tells its waiting clients first.
    */
@@ -77,7 +83,8 @@ export class OwnerTransactions {
     let clock: ChangeClock | undefined;
     const result = await this.db.transaction(async (trx) => {
       if (options.begun) await options.begun(trx);
-      clock = new ChangeClock(userId, (await lockOwnerRow(trx, userId)) ?? 0);
+      const position = options.lockOwner ? await options.lockOwner(trx) : await lockOwnerRow(trx, userId);
+      clock = new ChangeClock(userId, position ?? 0);
       const derived = DerivedData.deferWithin(trx);
       const value = await work(trx, clock);
       await derived.flush();

@@ -65,7 +65,16 @@ test('accept waits for the device row and takes its id only once it holds it', a
   ]);
 });
 
-test("a worker's locking read of a device's batches waits for an uncommitted lower batch and then sees it", async () => {
+const lockReads: Array<[string, string, (inbox: InboxRepository, upToId: string) => Promise<string[]>]> = [
+  ['the pending batches alone', 'select `id`, `device_id`%from `sync_batches`%for update', async (inbox, upTo) => (await inbox.lockPending(device.deviceId, device.userId, upTo)).map((x) => x.id)],
+  [
+    "the owner's row with the pending batches",
+    'SELECT u.change_seq, %FROM users u %FOR UPDATE',
+    async (inbox, upTo) => (await inbox.lockOwnerAndPending(device.userId, device.deviceId, upTo))!.batches.map((x) => x.id),
+  ],
+];
+
+test.each(lockReads)("a worker's locking read of %s waits for an uncommitted lower batch and then sees it", async (_what, statement, lockRead) => {
   const writer = await env.db.transaction();
   let lower: string;
   let upper: string;
@@ -77,8 +86,8 @@ test("a worker's locking read of a device's batches waits for an uncommitted low
     lower = String(id);
     upper = await new InboxRepository(env.db).accept(batch('committed'));
     expect(BigInt(upper)).toBeGreaterThan(BigInt(lower));
-    read = new InboxRepository(reader).lockPending(device.deviceId, device.userId, upper).then((b) => b.map((x) => x.id));
-    await untilRunning('select `id`, `device_id`%from `sync_batches`%for update');
+    read = lockRead(new InboxRepository(reader), upper);
+    await untilRunning(statement);
     let settled = false;
     void read.then(() => (settled = true));
     await sleep(200);
