@@ -13,6 +13,12 @@ let device: { userId: string; deviceId: string };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const batch = (requestId: string) => ({ deviceId: device.deviceId, userId: device.userId, requestId, ops: '[]', createdAt: new Date() });
+/** Records a batch of the test's device, which exists: accept must give its id. */
+const record = async (requestId: string): Promise<string> => {
+  const id = await new InboxRepository(env.db).accept(batch(requestId));
+  if (id === undefined) throw new Error(`batch ${requestId} was not recorded`);
+  return id;
+};
 
 beforeAll(async () => {
   env = await createTestEnv();
@@ -43,7 +49,7 @@ test('accept waits for the device row and takes its id only once it holds it', a
   let held: string;
   try {
     await holder('devices').where({ id: device.deviceId }).forUpdate().first('id');
-    waiting = new InboxRepository(env.db).accept(batch('second'));
+    waiting = record('second');
     await untilRunning('INSERT INTO sync_batches%FOR UPDATE');
     // The holder records a batch of its own while the autocommit INSERT waits for the device row.
     const [id] = await holder('sync_batches').insert({ ...batchRow('first') });
@@ -84,7 +90,7 @@ test.each(lockReads)("a worker's locking read of %s waits for an uncommitted low
     // An insert that has its id but has not committed (what the device lock prevents on the accept path).
     const [id] = await writer('sync_batches').insert(batchRow('uncommitted'));
     lower = String(id);
-    upper = await new InboxRepository(env.db).accept(batch('committed'));
+    upper = await record('committed');
     expect(BigInt(upper)).toBeGreaterThan(BigInt(lower));
     read = lockRead(new InboxRepository(reader), upper);
     await untilRunning(statement);
