@@ -13,7 +13,7 @@ import { UserRepository } from '../../shared/db/user.repository';
 import { TrashPurger } from '../../shared/lifecycle/trash.purger';
 import { newId } from '../../shared/ids';
 import type { Logger } from '../../shared/logger';
-import { requireUser } from './auth/auth.middleware';
+import { requireToken, requireUser } from './auth/auth.middleware';
 import { authRoutes } from './auth/auth.routes';
 import { AuthService } from './auth/auth.service';
 import { ConcurrencyLimiter } from './auth/limiter';
@@ -145,7 +145,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // Ahead of the body parser too, so a malformed sign-in counts as "invalid" rather than not at all.
   v1.use('/auth/login', metrics.loginOutcomes());
   // The sync batch is parsed by its own route without loss of 64-bit integers, so it comes first.
-  v1.use(syncRoutes(metrics.meterSync(sync), resources, authenticated));
+  v1.use(syncRoutes(metrics.meterSync(sync), resources, { authenticated, token: requireToken(tokens, users) }));
   v1.use(changeRoutes(feed, authenticated));
   // tus bodies are raw bytes, streamed by the library; no body parser may touch them.
   v1.use(uploads.router);

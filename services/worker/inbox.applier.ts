@@ -28,6 +28,14 @@ function isConnectionError(err: unknown): boolean {
 
 class DeadlineExceeded extends Error {}
 
+/** A batch applied by a ring, with its result (also as the JSON text stored and announced). */
+interface Applied {
+  batch: InboxBatch;
+  result: SyncJobResult;
+  resultJson: string;
+  ms: number;
+}
+
 /**
  * Answers one ring: applies every pending batch of the device up to the rung one, oldest first, in one
  * transaction that holds the owner's tree lock and the batches' rows. A ring whose batch another ring
@@ -71,7 +79,9 @@ export class InboxApplier {
       () => log.warn({ batchId: current ?? data.batchId, ms: Date.now() - started, pending: locked.length }, 'sync batch still running'),
       this.options.slowLogMs,
     );
-    let done: { batch: InboxBatch; result: SyncJobResult; ms: number }[];
+    let done: Applied[];
+    let announced: Promise<void>[] = [];
+    let prelocked: InboxBatch[] | undefined;
     const endTimers = () => {
       settled = true;
       clearTimeout(deadline);
@@ -82,21 +92,35 @@ export class InboxApplier {
         data.userId,
         async (trx, clock) => {
           const inbox = new InboxRepository(trx);
-          locked = await inbox.lockPending(data.deviceId, data.userId, data.batchId);
-          const applied: { batch: InboxBatch; result: SyncJobResult; ms: number }[] = [];
+          // Locked with the owner's row; without an owner row, looked up on their own as before.
+          locked = prelocked ?? (await inbox.lockPending(data.deviceId, data.userId, data.batchId));
+          const applied: Applied[] = [];
           for (const batch of locked) {
             if (expired) throw new DeadlineExceeded();
             current = batch.id;
             const t0 = Date.now();
             const result = await this.applier.applyLocked(trx, clock, { userId: batch.userId, deviceId: batch.deviceId, opsJson: batch.ops });
-            await inbox.markDone(batch.id, JSON.stringify(result), new Date());
-            applied.push({ batch, result, ms: Date.now() - t0 });
+            const resultJson = JSON.stringify(result);
+            await inbox.markDone(batch.id, resultJson, new Date());
+            applied.push({ batch, result, resultJson, ms: Date.now() - t0 });
           }
           if (expired) throw new DeadlineExceeded();
           return applied;
         },
-        async (trx) => {
-          threadId = ((await trx.client.acquireConnection()) as { threadId: number }).threadId;
+        {
+          begun: async (trx) => {
+            threadId = ((await trx.client.acquireConnection()) as { threadId: number }).threadId;
+          },
+          lockOwner: async (trx) => {
+            const owner = await new InboxRepository(trx).lockOwnerAndPending(data.userId, data.deviceId, data.batchId);
+            prelocked = owner?.batches;
+            return owner?.changeSeq;
+          },
+          // The waiting clients hear right after the commit, ahead of the change feed's doorbell and
+          // of everything else this ring still does.
+          committed: (applied) => {
+            announced = applied.map(({ batch, resultJson }) => this.announce({ id: batch.id, result: resultJson }));
+          },
         },
       );
       endTimers();
@@ -109,8 +133,8 @@ export class InboxApplier {
     for (const { batch, result, ms } of done) {
       this.observe(result, ms);
       log.info({ batchId: batch.id, requestId: batch.requestId, applied: result.applied.length, failed: result.failed?.error.code ?? null, ms }, 'sync batch applied');
-      await this.announce({ id: batch.id, result: JSON.stringify(result) });
     }
+    await Promise.all(announced);
     return { applied: done.map((d) => d.batch.id) };
   }
 

@@ -47,36 +47,42 @@ export class InboxRepository {
   constructor(private readonly db: Knex | Knex.Transaction) {}
 
   /**
-   * Records an accepted batch in one autocommit statement. Its SELECT locks the device row before
-   * the row is written (the auto-increment id is taken at the write), and the statement's own commit
-   * releases it: two batches of one device are numbered and committed one after the other, so id order
-   * is acceptance order and commit order, and a worker that sees batch N also sees every earlier
-   * batch of the device. One round trip where BEGIN, a locking read, the INSERT and COMMIT were four.
+   * Records an accepted batch in one autocommit statement, if its device and user still exist (not
+   * deleted): undefined when they do not, and nothing is recorded. That check is the gateway's
+   * authentication of the batch (its token was verified already), made here so it costs no round
+   * trip of its own; the user's row is only read, never locked (its lock is the owner's). The
+   * statement's SELECT locks the device row before the row is written (the auto-increment id is
+   * taken at the write), and the statement's own commit releases it: two batches of one device are
+   * numbered and committed one after the other, so id order is acceptance order and commit order,
+   * and a worker that sees batch N also sees every earlier batch of the device. One round trip where
+   * a principal lookup, BEGIN, a locking read, the INSERT and COMMIT were five.
    */
-  async accept(batch: NewBatch): Promise<string> {
+  async accept(batch: NewBatch): Promise<string | undefined> {
     if (lockedInsert === 'unsupported') return this.acceptInTransaction(batch);
     let header: { affectedRows: number; insertId: number | string };
     try {
       [header] = (await this.db.raw(
         'INSERT INTO sync_batches (device_id, user_id, status, ops, request_id, created_at) ' +
-          "SELECT id, ?, 'pending', ?, ?, ? FROM devices WHERE id = ? FOR UPDATE",
-        [batch.userId, batch.ops, batch.requestId, batch.createdAt, batch.deviceId],
+          "SELECT d.id, ?, 'pending', ?, ?, ? FROM devices d WHERE d.id = ? AND d.deleted_at IS NULL " +
+          // A subquery's rows are not locked by the outer FOR UPDATE (MariaDB and MySQL alike).
+          'AND EXISTS (SELECT 1 FROM users u WHERE u.id = ? AND u.deleted_at IS NULL) FOR UPDATE',
+        [batch.userId, batch.ops, batch.requestId, batch.createdAt, batch.deviceId, batch.userId],
       )) as [{ affectedRows: number; insertId: number | string }];
     } catch (err) {
-      // A server whose grammar refuses the locking clause here: the transaction does the same in four trips.
+      // A server whose grammar refuses the locking clause here: the transaction does the same in more trips.
       if ((err as { code?: string }).code !== 'ER_PARSE_ERROR') throw err;
       lockedInsert = 'unsupported';
       return this.acceptInTransaction(batch);
     }
-    if (header.affectedRows === 1) return String(header.insertId);
-    // The device row is gone (never expected of an authenticated device): recorded all the same.
-    return this.acceptInTransaction(batch);
+    return header.affectedRows === 1 ? String(header.insertId) : undefined;
   }
 
-  /** The same in an explicit transaction: lock the device row, insert, commit. */
-  private async acceptInTransaction(batch: NewBatch): Promise<string> {
+  /** The same in an explicit transaction: lock the device row, check the user, insert, commit. */
+  private async acceptInTransaction(batch: NewBatch): Promise<string | undefined> {
     return this.db.transaction(async (trx) => {
-      await trx('devices').where({ id: batch.deviceId }).forUpdate().first('id');
+      const device = await trx('devices').where({ id: batch.deviceId }).whereNull('deleted_at').forUpdate().first('id');
+      const user = device && (await trx('users').where({ id: batch.userId }).whereNull('deleted_at').first('id'));
+      if (!user) return undefined;
       const [id] = await trx('sync_batches').insert({
         device_id: batch.deviceId,
         user_id: batch.userId,
@@ -106,6 +112,28 @@ export class InboxRepository {
         'ops',
       );
     return rows.map((r) => ({ id: String(r.id), deviceId: r.device_id, userId: r.user_id, requestId: r.request_id, ops: r.ops }));
+  }
+
+  /**
+   * Locks the owner's row and, in the same statement, the device's pending batches of that owner up
+   * to `upToId`: lockPending with the owner's lock, in one round trip. The owner's row is read (and
+   * locked) first, the batches after it is granted, so they are seen as the previous holder of the
+   * owner's lock committed them. Undefined when the owner's row does not exist.
+   */
+  async lockOwnerAndPending(userId: string, deviceId: string, upToId: string): Promise<{ changeSeq: number; batches: InboxBatch[] } | undefined> {
+    const [rows] = (await this.db.raw(
+      'SELECT u.change_seq, b.id, b.device_id, b.user_id, b.request_id, b.ops FROM users u ' +
+        "LEFT JOIN sync_batches b ON b.device_id = ? AND b.user_id = u.id AND b.status = 'pending' AND b.id <= ? " +
+        'WHERE u.id = ? FOR UPDATE',
+      [deviceId, upToId, userId],
+    )) as [Array<{ change_seq: string | number; id: string | number | null; device_id: string; user_id: string; request_id: string; ops: string }>];
+    if (rows.length === 0) return undefined;
+    const batches = rows
+      .filter((r) => r.id !== null)
+      .map((r) => ({ id: String(r.id), deviceId: r.device_id, userId: r.user_id, requestId: r.request_id, ops: r.ops }))
+      // Oldest first; sorted here rather than in SQL, which would cost the join a temporary table.
+      .sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+    return { changeSeq: Number(rows[0]!.change_seq), batches };
   }
 
   async markDone(id: string, resultJson: string, now: Date): Promise<void> {

@@ -47,6 +47,26 @@ export interface ChangeNotifier {
 
 export const silentNotifier: ChangeNotifier = { changed: () => undefined };
 
+/** What a caller of OwnerTransactions.run may add around its work. */
+export interface OwnerRunOptions<T> {
+  /**
+   * Runs first in the new transaction, before the owner's lock is waited for (the sync worker
+   * learns its connection there, so a deadline can end even a lock wait).
+   */
+  begun?: (trx: Knex.Transaction) => Promise<void>;
+  /**
+   * Takes the owner's lock in place of the plain locking read, with a statement that may lock more
+   * rows in the same round trip (the owner's row first); resolves to the owner's stored feed
+   * position, undefined when there is no such owner.
+   */
+  lockOwner?: (trx: Knex.Transaction) => Promise<number | undefined>;
+  /**
+   * Called once the transaction has committed, before the change feed is notified: the sync worker
+   * tells its waiting clients first.
+   */
+  committed?: (value: T) => void;
+}
+
 /**
  * The one way to change an owner's tree: a transaction that locks the owner's row (serialising the
  * writes of one user across devices, workers and gateways), gives the work a clock for feed positions,
@@ -59,27 +79,29 @@ export class OwnerTransactions {
     private readonly notifier: ChangeNotifier = silentNotifier,
   ) {}
 
-  /**
-   * `begun` runs first in the new transaction, before the owner's lock is waited for (the sync worker
-   * learns its connection there, so a deadline can end even a lock wait).
-   */
-  async run<T>(
-    userId: string,
-    work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>,
-    begun?: (trx: Knex.Transaction) => Promise<void>,
-  ): Promise<T> {
+  async run<T>(userId: string, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>, options: OwnerRunOptions<T> = {}): Promise<T> {
     let clock: ChangeClock | undefined;
     const result = await this.db.transaction(async (trx) => {
-      if (begun) await begun(trx);
-      const owner = await trx('users').where({ id: userId }).forUpdate().first<{ change_seq: string | number } | undefined>('change_seq');
-      clock = new ChangeClock(userId, Number(owner?.change_seq ?? 0));
+      if (options.begun) await options.begun(trx);
+      const position = options.lockOwner ? await options.lockOwner(trx) : await lockOwnerRow(trx, userId);
+      clock = new ChangeClock(userId, position ?? 0);
       const derived = DerivedData.deferWithin(trx);
       const value = await work(trx, clock);
       await derived.flush();
       if (clock.advanced) await trx('users').where({ id: userId }).update({ change_seq: clock.position });
       return value;
     });
-    if (clock?.advanced) this.notifier.changed(userId);
+    try {
+      options.committed?.(result);
+    } finally {
+      if (clock?.advanced) this.notifier.changed(userId);
+    }
     return result;
   }
+}
+
+/** The owner's row, locked until the transaction ends; its stored feed position. */
+async function lockOwnerRow(trx: Knex.Transaction, userId: string): Promise<number | undefined> {
+  const owner = await trx('users').where({ id: userId }).forUpdate().first<{ change_seq: string | number } | undefined>('change_seq');
+  return owner ? Number(owner.change_seq) : undefined;
 }

@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { InboxRepository } from '../../shared/db/inbox.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
-import { UserRepository } from '../../shared/db/user.repository';
 import { createLogger } from '../../shared/logger';
 import { redisOptions } from '../../shared/queue/sync.contract';
 import { InboxApplier } from '../../services/worker/inbox.applier';
@@ -56,8 +55,8 @@ function side(sqls: string[], batches: number, sample: string[]): SideStatements
 }
 
 /**
- * Runs the gateway's statements for a batch (the auth middleware's principal lookup, then
- * InboxRepository.accept, what SyncClient.submit calls) and the
+ * Runs the gateway's statement for a batch (InboxRepository.accept, what SyncClient.submit calls,
+ * which also checks the token's user and device) and the
  * real ring (InboxApplier.ring, what the worker runs per job) in this process for `batches` 1-op
  * batches of one device, counting each side's statements. The Redis side is fixed by the code: the
  * gateway sends one command per batch (the job's add script) and receives one message; the worker
@@ -75,7 +74,6 @@ export async function countBatchStatements(stack: BenchStack, user: BenchUser, o
   );
   const log = createLogger('bench', 'silent');
   const inbox = new InboxRepository(stack.db);
-  const users = new UserRepository(stack.db);
   const rec = recorder(stack.db);
   const gatewaySql: string[] = [];
   const workerSql: string[] = [];
@@ -87,10 +85,10 @@ export async function countBatchStatements(stack: BenchStack, user: BenchUser, o
     for (let i = 0; i < batches; i++) {
       rec.take();
       const requestId = randomBytes(12).toString('hex');
-      // The gateway's own statements for POST /v1/sync/ops: the bearer token's principal, then the accept.
-      if (!(await users.findPrincipal(user.userId, user.deviceId))) throw new Error('probe device has no principal');
+      // The gateway's own statements for POST /v1/sync/ops: the accept, which also checks the token's user and device.
       const t0 = now();
       const batchId = await inbox.accept({ deviceId: user.deviceId, userId: user.userId, requestId, ops: ops.batch(1), createdAt: new Date() });
+      if (batchId === undefined) throw new Error('probe device has no principal');
       acceptTimes.push(msSince(t0));
       gatewaySql.push(...(lastGateway = rec.take()));
       const t1 = now();

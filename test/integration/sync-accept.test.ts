@@ -13,6 +13,12 @@ let device: { userId: string; deviceId: string };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const batch = (requestId: string) => ({ deviceId: device.deviceId, userId: device.userId, requestId, ops: '[]', createdAt: new Date() });
+/** Records a batch of the test's device, which exists: accept must give its id. */
+const record = async (requestId: string): Promise<string> => {
+  const id = await new InboxRepository(env.db).accept(batch(requestId));
+  if (id === undefined) throw new Error(`batch ${requestId} was not recorded`);
+  return id;
+};
 
 beforeAll(async () => {
   env = await createTestEnv();
@@ -43,7 +49,7 @@ test('accept waits for the device row and takes its id only once it holds it', a
   let held: string;
   try {
     await holder('devices').where({ id: device.deviceId }).forUpdate().first('id');
-    waiting = new InboxRepository(env.db).accept(batch('second'));
+    waiting = record('second');
     await untilRunning('INSERT INTO sync_batches%FOR UPDATE');
     // The holder records a batch of its own while the autocommit INSERT waits for the device row.
     const [id] = await holder('sync_batches').insert({ ...batchRow('first') });
@@ -65,7 +71,16 @@ test('accept waits for the device row and takes its id only once it holds it', a
   ]);
 });
 
-test("a worker's locking read of a device's batches waits for an uncommitted lower batch and then sees it", async () => {
+const lockReads: Array<[string, string, (inbox: InboxRepository, upToId: string) => Promise<string[]>]> = [
+  ['the pending batches alone', 'select `id`, `device_id`%from `sync_batches`%for update', async (inbox, upTo) => (await inbox.lockPending(device.deviceId, device.userId, upTo)).map((x) => x.id)],
+  [
+    "the owner's row with the pending batches",
+    'SELECT u.change_seq, %FROM users u %FOR UPDATE',
+    async (inbox, upTo) => (await inbox.lockOwnerAndPending(device.userId, device.deviceId, upTo))!.batches.map((x) => x.id),
+  ],
+];
+
+test.each(lockReads)("a worker's locking read of %s waits for an uncommitted lower batch and then sees it", async (_what, statement, lockRead) => {
   const writer = await env.db.transaction();
   let lower: string;
   let upper: string;
@@ -75,10 +90,10 @@ test("a worker's locking read of a device's batches waits for an uncommitted low
     // An insert that has its id but has not committed (what the device lock prevents on the accept path).
     const [id] = await writer('sync_batches').insert(batchRow('uncommitted'));
     lower = String(id);
-    upper = await new InboxRepository(env.db).accept(batch('committed'));
+    upper = await record('committed');
     expect(BigInt(upper)).toBeGreaterThan(BigInt(lower));
-    read = new InboxRepository(reader).lockPending(device.deviceId, device.userId, upper).then((b) => b.map((x) => x.id));
-    await untilRunning('select `id`, `device_id`%from `sync_batches`%for update');
+    read = lockRead(new InboxRepository(reader), upper);
+    await untilRunning(statement);
     let settled = false;
     void read.then(() => (settled = true));
     await sleep(200);

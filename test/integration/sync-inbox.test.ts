@@ -47,12 +47,15 @@ async function holdOwnerLock(userId: string) {
   return { release: () => trx.rollback() };
 }
 
-/** Waits until a connection of this test's database is inside the owner-lock statement (waiting for it). */
+/**
+ * Waits until a connection of this test's database is inside an owner-lock statement (waiting for
+ * it): the plain one, or the sync worker's, which locks the device's pending batches with it.
+ */
 async function untilLockWait(): Promise<void> {
   for (const end = Date.now() + 20000; Date.now() < end; ) {
     const rows = await env.db.raw(
       `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST
-       WHERE DB = ? AND COMMAND = 'Query' AND INFO LIKE 'select \`change_seq\` from \`users\` where%for update'`,
+       WHERE DB = ? AND COMMAND = 'Query' AND (INFO LIKE 'select \`change_seq\` from \`users\` where%for update' OR INFO LIKE 'SELECT u.change_seq, %FROM users u %FOR UPDATE')`,
       [env.name],
     );
     if (Number(rows[0][0].n) > 0) return;

@@ -384,6 +384,25 @@ describe('the batch envelope', () => {
     expect(res.status).toBe(401);
     expect(res.body.error.code).toBe('UNAUTHORIZED');
   });
+
+  test.each([
+    ['its user', (who: { userId: string }) => env.db('users').where({ id: who.userId }).update({ deleted_at: new Date() })],
+    ['its device', (who: { deviceId: string }) => env.db('devices').where({ id: who.deviceId }).update({ deleted_at: new Date() })],
+  ])('a valid token whose %s was deleted gives 401 for a batch, well-formed or not, and records nothing', async (_what, remove) => {
+    const anon = new Api(gateway.baseUrl);
+    const admin = await anon.login(ADMIN.username, ADMIN.password);
+    const who = await admin.api.createUser(`gone-${newId().slice(0, 8)}`);
+    await remove(who);
+
+    const sent = await who.api.post('/v1/sync/ops', { ops: [{ opId: 1, type: 'share' }] });
+    const malformed = await who.api.request('POST', '/v1/sync/ops', { json: '{"ops":[' });
+
+    for (const res of [sent, malformed]) {
+      expect(res.status).toBe(401);
+      expect(res.body.error.code).toBe('UNAUTHORIZED');
+    }
+    expect(await env.db('sync_batches').where({ user_id: who.userId }).count({ n: '*' }).then((r) => Number(r[0]!.n))).toBe(0);
+  });
 });
 
 describe('what reaches the queue', () => {

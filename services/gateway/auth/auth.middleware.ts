@@ -2,13 +2,17 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '../../../shared/errors';
 import type { Principal, UserRepository } from '../../../shared/db/user.repository';
 import type { PrincipalCache } from './principal.cache';
-import type { TokenService } from './token.service';
+import type { TokenClaims, TokenService } from './token.service';
 
 declare module 'express-serve-static-core' {
   interface Request {
     principal?: Principal;
+    /** Set by requireToken: the verified token's user and device, not yet looked up. */
+    claims?: TokenClaims;
   }
 }
+
+const unauthorized = () => new AppError('UNAUTHORIZED', 'missing or invalid token');
 
 /** The token of an `Authorization: Bearer <token>` header; the scheme is case-insensitive (RFC 9110 11.1). */
 export function bearerToken(req: Request): string | undefined {
@@ -26,17 +30,43 @@ export function bearerToken(req: Request): string | undefined {
 export function requireUser(tokens: TokenService, users: UserRepository, cache: PrincipalCache): RequestHandler {
   return async (req: Request, _res: Response, next: NextFunction) => {
     const token = bearerToken(req);
-    if (!token) throw new AppError('UNAUTHORIZED', 'missing or invalid token');
+    if (!token) throw unauthorized();
     const claims = tokens.verify(token);
     let principal = cache.get(claims.userId, claims.deviceId);
     if (!principal) {
       principal = await users.findPrincipal(claims.userId, claims.deviceId);
-      if (!principal) throw new AppError('UNAUTHORIZED', 'missing or invalid token');
+      if (!principal) throw unauthorized();
       cache.remember(principal);
     }
     req.principal = principal;
     next();
   };
+}
+
+/**
+ * For a route whose own first statement checks that the token's user and device still exist (the
+ * sync accept), which saves the lookup's round trip: verifies the token only. `confirm` makes the
+ * lookup on its own, for that route's requests refused before their statement, so they are answered
+ * 401 rather than 400 or 413 exactly as behind requireUser.
+ */
+export function requireToken(tokens: TokenService, users: UserRepository) {
+  const verified: RequestHandler = (req, _res, next) => {
+    const token = bearerToken(req);
+    if (!token) throw unauthorized();
+    req.claims = tokens.verify(token);
+    next();
+  };
+  const confirm = async (req: Request): Promise<void> => {
+    const claims = claimsOf(req);
+    if (!(await users.findPrincipal(claims.userId, claims.deviceId))) throw unauthorized();
+  };
+  return { verified, confirm };
+}
+
+/** The verified token's claims; routes behind requireToken only. */
+export function claimsOf(req: Request): TokenClaims {
+  if (!req.claims) throw unauthorized();
+  return req.claims;
 }
 
 export const requireAdmin: RequestHandler = (req, _res, next) => {

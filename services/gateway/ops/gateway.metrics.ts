@@ -135,16 +135,18 @@ export class GatewayMetrics {
     const observe = this.syncSubmit;
     const submit: SyncClient['submit'] = async (data) => {
       const end = observe.startTimer();
-      let outcome: BatchOutcome | 'unavailable' = 'error';
+      let outcome: BatchOutcome | 'unavailable' | undefined = 'error';
       try {
         const result = await sync.submit(data);
         outcome = batchOutcomeOf(result);
         return result;
       } catch (err) {
         if (isAppError(err) && err.code === 'SERVICE_UNAVAILABLE') outcome = 'unavailable';
+        // Refused by the accept (the token's user or device is gone): not a batch, not counted.
+        if (isAppError(err) && err.code === 'UNAUTHORIZED') outcome = undefined;
         throw err;
       } finally {
-        end({ outcome });
+        if (outcome !== undefined) end({ outcome });
       }
     };
     return Object.create(sync, { submit: { value: submit } }) as SyncClient;

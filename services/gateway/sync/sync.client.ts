@@ -3,7 +3,7 @@ import IORedis from 'ioredis';
 import type { Db } from '../../../shared/db/knex';
 import { InboxRepository, type BatchOutcomeRow } from '../../../shared/db/inbox.repository';
 import type { Logger } from '../../../shared/logger';
-import { unavailable, type AppError } from '../../../shared/errors';
+import { AppError, unavailable } from '../../../shared/errors';
 import {
   redisOptions,
   syncDoneChannel,
@@ -100,7 +100,10 @@ export class SyncClient {
     }
   }
 
-  /** Records the batch, rings a worker and waits for the batch's result, at most `timeoutMs`. */
+  /**
+   * Records the batch, rings a worker and waits for the batch's result, at most `timeoutMs`. Refuses
+   * it (401, nothing recorded) when its device or user no longer exists: the accept checks them.
+   */
   async submit(data: SyncSubmission): Promise<SyncJobResult> {
     if (!this.redisReady) throw unavailable('the sync queue is unavailable', 2);
     const batchId = await this.inbox.accept({
@@ -110,6 +113,7 @@ export class SyncClient {
       ops: data.opsJson,
       createdAt: new Date(data.acceptedAt),
     });
+    if (batchId === undefined) throw new AppError('UNAUTHORIZED', 'missing or invalid token');
     const result = new Promise<SyncJobResult>((resolve, reject) => {
       const timer = setTimeout(() => void this.withdraw(batchId, 'no sync result in time, retry the batch'), this.options.timeoutMs);
       this.waiting.set(batchId, { resolve, reject, since: Date.now(), timer });

@@ -4,7 +4,7 @@ import { isPlainObject, jsonTooDeep, parseLossless, stringifyLossless } from '..
 import { tooDeep } from '../http/errors.middleware';
 import { renderSyncResult } from '../../../shared/queue/sync.contract';
 import type { ResourceRepository, SnapshotEntry } from '../../../shared/db/resource.repository';
-import { principalOf, type requireUser } from '../auth/auth.middleware';
+import { claimsOf, principalOf, type requireToken, type requireUser } from '../auth/auth.middleware';
 import { queryString } from '../http/request';
 import type { SyncClient } from './sync.client';
 
@@ -45,17 +45,37 @@ export function snapshotBody(rows: SnapshotEntry[], cachedAt: number) {
   };
 }
 
-export function syncRoutes(sync: SyncClient, resources: ResourceRepository, authenticated: ReturnType<typeof requireUser>): Router {
-  const router = Router();
-  const rawJson = express.text({ type: ['application/json', 'application/*+json'], limit: '1mb' });
+export interface SyncAuth {
+  authenticated: ReturnType<typeof requireUser>;
+  /** The batch route's: the token only; the accept checks its user and device (SyncClient.submit). */
+  token: ReturnType<typeof requireToken>;
+}
 
-  router.post('/sync/ops', authenticated, rawJson, async (req, res) => {
-    const opsJson = parseBatch(req.body);
-    const principal = principalOf(req);
+export function syncRoutes(sync: SyncClient, resources: ResourceRepository, auth: SyncAuth): Router {
+  const router = Router();
+  const { authenticated } = auth;
+  const { verified, confirm } = auth.token;
+  const text = express.text({ type: ['application/json', 'application/*+json'], limit: '1mb' });
+  // A body refused before the accept is answered 401 first when the token's user or device is gone.
+  const rawJson: express.RequestHandler = (req, res, next) =>
+    text(req, res, (err?: unknown) => {
+      if (err === undefined) return next();
+      confirm(req).then(() => next(err), next);
+    });
+
+  router.post('/sync/ops', verified, rawJson, async (req, res) => {
+    let opsJson: string;
+    try {
+      opsJson = parseBatch(req.body);
+    } catch (err) {
+      await confirm(req);
+      throw err;
+    }
+    const claims = claimsOf(req);
     const result = await sync.submit({
       requestId: String(req.id),
-      userId: principal.userId,
-      deviceId: principal.deviceId,
+      userId: claims.userId,
+      deviceId: claims.deviceId,
       opsJson,
       acceptedAt: Date.now(),
     });
