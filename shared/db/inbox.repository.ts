@@ -97,7 +97,8 @@ export class InboxRepository {
 
   /** The device's pending batches up to `upToId`, oldest first, locked until the transaction ends. */
   async lockPending(deviceId: string, userId: string, upToId: string): Promise<InboxBatch[]> {
-    const rows = await this.db('sync_batches')
+    const rows = await this.db
+      .from(this.db.raw('sync_batches FORCE INDEX (ix_sync_batches_device)'))
       // The owner's lock is held for this user only: a batch another user sent from the same device
       // waits for a ring of its own.
       .where({ device_id: deviceId, user_id: userId, status: 'pending' })
@@ -123,7 +124,9 @@ export class InboxRepository {
   async lockOwnerAndPending(userId: string, deviceId: string, upToId: string): Promise<{ changeSeq: number; batches: InboxBatch[] } | undefined> {
     const [rows] = (await this.db.raw(
       'SELECT u.change_seq, b.id, b.device_id, b.user_id, b.request_id, b.ops FROM users u ' +
-        "LEFT JOIN sync_batches b ON b.device_id = ? AND b.user_id = u.id AND b.status = 'pending' AND b.id <= ? " +
+        // The device's index, whatever the estimates say: read by status alone, the locking read would
+        // lock (and wait for) other devices' pending batches.
+        "LEFT JOIN sync_batches b FORCE INDEX (ix_sync_batches_device) ON b.device_id = ? AND b.user_id = u.id AND b.status = 'pending' AND b.id <= ? " +
         'WHERE u.id = ? FOR UPDATE',
       [deviceId, upToId, userId],
     )) as [Array<{ change_seq: string | number; id: string | number | null; device_id: string; user_id: string; request_id: string; ops: string }>];

@@ -78,6 +78,9 @@ export class BareQueue {
     this.queue = new Queue('bare', { connection: this.producer, prefix: this.prefix });
     this.events = new QueueEvents('bare', { connection, prefix: this.prefix });
     this.worker = new Worker('bare', async () => this.template(this.current), { connection, prefix: this.prefix, concurrency: SYNC_CONCURRENCY });
+    // Every batch in flight waits on the events with listeners of its own (64 devices at once).
+    this.events.setMaxListeners(0);
+    this.queue.setMaxListeners(0);
     await Promise.all([this.events.waitUntilReady(), this.worker.waitUntilReady()]);
   }
 

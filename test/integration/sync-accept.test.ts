@@ -10,6 +10,7 @@ import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv }
 let env: TestEnv;
 let gateway: RunningGateway;
 let device: { userId: string; deviceId: string };
+let neighbour: { userId: string; deviceId: string };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const batch = (requestId: string) => ({ deviceId: device.deviceId, userId: device.userId, requestId, ops: '[]', createdAt: new Date() });
@@ -26,6 +27,8 @@ beforeAll(async () => {
   const admin = (await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password)).api;
   const { userId, deviceId } = await admin.createUser('accept-user');
   device = { userId, deviceId };
+  const other = await admin.createUser('accept-neighbour');
+  neighbour = { userId: other.userId, deviceId: other.deviceId };
 });
 
 afterAll(async () => {
@@ -72,7 +75,7 @@ test('accept waits for the device row and takes its id only once it holds it', a
 });
 
 const lockReads: Array<[string, string, (inbox: InboxRepository, upToId: string) => Promise<string[]>]> = [
-  ['the pending batches alone', 'select `id`, `device_id`%from `sync_batches`%for update', async (inbox, upTo) => (await inbox.lockPending(device.deviceId, device.userId, upTo)).map((x) => x.id)],
+  ['the pending batches alone', 'select `id`, `device_id`%from sync_batches%for update', async (inbox, upTo) => (await inbox.lockPending(device.deviceId, device.userId, upTo)).map((x) => x.id)],
   [
     "the owner's row with the pending batches",
     'SELECT u.change_seq, %FROM users u %FOR UPDATE',
@@ -109,6 +112,34 @@ test.each(lockReads)("a worker's locking read of %s waits for an uncommitted low
   expect(ids.slice(-2)).toEqual([lower, upper]);
 });
 
-function batchRow(requestId: string) {
-  return { device_id: device.deviceId, user_id: device.userId, status: 'pending', ops: '[]', request_id: requestId, created_at: new Date() };
+test.each(lockReads)("a worker's locking read of %s neither locks nor waits for another device's pending batches", async (_what, _statement, lockRead) => {
+  // Many finished batches of both devices and pending ones interleaved: the shape in which a plan by
+  // status alone (all pending batches up to the id) looks as cheap as the device's own index.
+  const rows = [];
+  for (let i = 0; i < 300; i++) rows.push({ ...batchRow(`done-${i}`), status: 'done' }, { ...batchRow(`n-done-${i}`, neighbour), status: 'done' });
+  await env.db.batchInsert('sync_batches', rows, 200);
+  for (let i = 0; i < 3; i++) {
+    await env.db('sync_batches').insert(batchRow(`n-pending-${i}`, neighbour));
+    await env.db('sync_batches').insert(batchRow(`pending-${i}`));
+  }
+  await env.db.raw('ANALYZE TABLE sync_batches');
+  const [{ top }] = await env.db('sync_batches').max({ top: 'id' });
+  const ours = (await env.db('sync_batches').where({ device_id: device.deviceId, status: 'pending' }).orderBy('id').pluck('id')).map(String);
+
+  // The neighbour's ring holds its device's pending batches.
+  const holder = await env.db.transaction();
+  const reader = await env.db.transaction();
+  try {
+    await new InboxRepository(holder).lockPending(neighbour.deviceId, neighbour.userId, String(top));
+    await reader.raw('SET SESSION innodb_lock_wait_timeout = 1');
+    expect(await lockRead(new InboxRepository(reader), String(top))).toEqual(ours);
+  } finally {
+    await reader.rollback().catch(() => undefined);
+    await holder.rollback().catch(() => undefined);
+    await env.db('sync_batches').where({ status: 'pending' }).update({ status: 'done' });
+  }
+});
+
+function batchRow(requestId: string, of = device) {
+  return { device_id: of.deviceId, user_id: of.userId, status: 'pending', ops: '[]', request_id: requestId, created_at: new Date() };
 }
