@@ -3,17 +3,24 @@ import { expectError, waitFor } from '../support/fixtures';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 import { RedisServer } from '../support/redis.server';
 
-/** Counts the principal lookups (token's user and device) that reach MySQL through `env.db`. */
-function countLookups(env: TestEnv): { readonly n: number; stop(): void } {
-  const counter = {
-    n: 0,
-    stop: () => env.db.removeListener('query', onQuery),
-  };
+/** How many principal lookups (a token's user and device) reach MySQL through `env.db` while `work` runs. */
+async function lookupsDuring(env: TestEnv, work: () => Promise<unknown>): Promise<number> {
+  let n = 0;
   const onQuery = (q: { sql: string }) => {
-    if (/FROM users u JOIN devices d/i.test(q.sql)) counter.n++;
+    if (/FROM users u JOIN devices d/i.test(q.sql)) n++;
   };
   env.db.on('query', onQuery);
-  return counter;
+  try {
+    await work();
+  } finally {
+    env.db.removeListener('query', onQuery);
+  }
+  return n;
+}
+
+/** Sends `times` list requests one after the other, each expected to succeed. */
+async function listTimes(api: Api, times: number): Promise<void> {
+  for (let i = 0; i < times; i++) expect((await api.get('/v1/files')).status).toBe(200);
 }
 
 async function adminOf(gateway: RunningGateway): Promise<Api> {
@@ -40,14 +47,8 @@ describe('principal cache (AUTH_CACHE_MS 60 s)', () => {
 
   test('a client\'s requests after the first cost no lookup of its user and device', async () => {
     const user = await (await adminOf(one)).createUser('repeat');
-    const lookups = countLookups(env);
-    try {
-      for (let i = 0; i < 5; i++) expect((await user.api.get('/v1/files')).status).toBe(200);
-    } finally {
-      lookups.stop();
-    }
 
-    expect(lookups.n).toBe(1);
+    expect(await lookupsDuring(env, () => listTimes(user.api, 5))).toBe(1);
   });
 
   test('an account deleted on one gateway is refused at once by the other, long before the TTL', async () => {
@@ -71,18 +72,10 @@ describe('principal cache (AUTH_CACHE_MS 60 s)', () => {
     await redis.kill();
     try {
       // Once the gateway has seen its connection close, the cached principal is no longer used.
-      const first = countLookups(env);
-      const noticed = await waitFor(async () => (await user.api.get('/v1/files')).status === 200 && first.n > 0, 3000, 20);
-      first.stop();
+      const noticed = await waitFor(async () => (await lookupsDuring(env, () => listTimes(user.api, 1))) > 0, 3000, 20);
       expect(noticed).toBe(true);
 
-      const lookups = countLookups(env);
-      try {
-        for (let i = 0; i < 3; i++) expect((await user.api.get('/v1/files')).status).toBe(200);
-      } finally {
-        lookups.stop();
-      }
-      expect(lookups.n).toBe(3);
+      expect(await lookupsDuring(env, () => listTimes(user.api, 3))).toBe(3);
 
       // Deleted behind the gateways' backs: no message can reach them, and none is needed.
       await env.db('users').where({ id: user.userId }).update({ deleted_at: new Date() });
@@ -111,13 +104,7 @@ describe('principal cache off (AUTH_CACHE_MS 0)', () => {
 
   test('every request looks its user and device up', async () => {
     const user = await (await adminOf(gateway)).createUser('uncached');
-    const lookups = countLookups(env);
-    try {
-      for (let i = 0; i < 4; i++) expect((await user.api.get('/v1/files')).status).toBe(200);
-    } finally {
-      lookups.stop();
-    }
 
-    expect(lookups.n).toBe(4);
+    expect(await lookupsDuring(env, () => listTimes(user.api, 4))).toBe(4);
   });
 });
