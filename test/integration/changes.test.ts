@@ -2,15 +2,14 @@ import IORedis from 'ioredis';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ResourceRepository } from '../../shared/db/resource.repository';
 import { newId } from '../../shared/ids';
-import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { Api } from '../support/client';
 import { expectError, ISO_MS } from '../support/fixtures';
-import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
-import { startInProcessWorkers } from '../support/workers';
+import type { RunningGateway, TestEnv } from '../support/harness';
+import { startStack, type TestStack } from '../support/stack';
 
 let env: TestEnv;
 let gateway: RunningGateway;
-let workers: SyncWorkers;
+let stack: TestStack;
 let admin: Api;
 let nextOpId = 1;
 
@@ -64,16 +63,13 @@ let userCount = 0;
 const newUser = () => admin.createUser(`feeder-${++userCount}`);
 
 beforeAll(async () => {
-  env = await createTestEnv({ FEED_MAX_HELD_PER_USER: '3' });
-  gateway = await startGateway(env);
-  workers = await startInProcessWorkers(env);
-  admin = (await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password)).api;
+  stack = await startStack({ FEED_MAX_HELD_PER_USER: '3' });
+  ({ env, gateway } = stack);
+  admin = stack.admin;
 });
 
 afterAll(async () => {
-  await workers.close();
-  await gateway.close();
-  await env.dropAll();
+  await stack?.close();
 });
 
 describe('revisions', () => {

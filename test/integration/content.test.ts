@@ -3,18 +3,17 @@ import { promises as fs } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { newId } from '../../shared/ids';
-import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { Api } from '../support/client';
 import { countRows, expectError, HEX32, insertFile, insertFolder, listFilesUnder, sha256 } from '../support/fixtures';
-import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
+import type { RunningGateway, TestEnv } from '../support/harness';
 import { rawRequest } from '../support/raw.http';
-import { startInProcessWorkers } from '../support/workers';
+import { startStack, type TestStack } from '../support/stack';
 
 const LIMIT = 8 * 1024 * 1024;
 
 let env: TestEnv;
 let gateway: RunningGateway;
-let workers: SyncWorkers;
+let stack: TestStack;
 let api: Api;
 let other: Api;
 let userId: string;
@@ -23,18 +22,14 @@ let token: string;
 let nextOpId = 1;
 
 beforeAll(async () => {
-  env = await createTestEnv({ MAX_UPLOAD_BYTES: String(LIMIT) });
-  gateway = await startGateway(env);
-  workers = await startInProcessWorkers(env);
-  const { api: admin } = await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password);
-  ({ api, userId, deviceId, token } = await admin.createUser('writer'));
-  ({ api: other } = await admin.createUser('stranger'));
+  stack = await startStack({ MAX_UPLOAD_BYTES: String(LIMIT) });
+  ({ env, gateway } = stack);
+  ({ api, userId, deviceId, token } = await stack.admin.createUser('writer'));
+  ({ api: other } = await stack.admin.createUser('stranger'));
 });
 
 afterAll(async () => {
-  await workers.close();
-  await gateway.close();
-  await env.dropAll();
+  await stack?.close();
 });
 
 const rowOf = (id: string) => env.db('resources').where({ id }).first();

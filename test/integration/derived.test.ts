@@ -2,15 +2,13 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { DerivedRepair } from '../../shared/db/derived.repair';
-import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { newId } from '../../shared/ids';
 import { Api } from '../support/client';
-import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
-import { startInProcessWorkers } from '../support/workers';
+import type { TestEnv } from '../support/harness';
+import { startStack, type TestStack } from '../support/stack';
 
 let env: TestEnv;
-let gateway: RunningGateway;
-let workers: SyncWorkers;
+let stack: TestStack;
 let api: Api;
 let userId: string;
 let nextOpId = 1;
@@ -55,17 +53,13 @@ const searchNames = async (q: string) => {
 };
 
 beforeAll(async () => {
-  env = await createTestEnv();
-  gateway = await startGateway(env);
-  workers = await startInProcessWorkers(env);
-  const admin = await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password);
-  ({ api, userId } = await admin.api.createUser('deriver'));
+  stack = await startStack();
+  env = stack.env;
+  ({ api, userId } = await stack.admin.createUser('deriver'));
 });
 
 afterAll(async () => {
-  await workers.close();
-  await gateway.close();
-  await env.dropAll();
+  await stack?.close();
 });
 
 describe('per-folder file counts', () => {

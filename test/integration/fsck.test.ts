@@ -5,9 +5,8 @@ import { ContentRepository } from '../../shared/db/content.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { newId } from '../../shared/ids';
 import { Fsck } from '../../services/maintenance/fsck';
-import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { Api } from '../support/client';
-import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
+import type { TestEnv } from '../support/harness';
 import {
   changesSince,
   createFolder,
@@ -18,12 +17,11 @@ import {
   resourceRow,
   uploadFile,
 } from '../support/lifecycle';
-import { startInProcessWorkers } from '../support/workers';
+import { startStack, type TestStack } from '../support/stack';
 
 /** `npm run fsck`: content files no resource points at, resources whose content file is missing. */
 let env: TestEnv;
-let gateway: RunningGateway;
-let workers: SyncWorkers;
+let stack: TestStack;
 let api: Api;
 let deviceId: string;
 
@@ -51,17 +49,13 @@ async function plant(key: string, ageMs: number): Promise<string> {
 const HOURS_2 = 2 * 3600_000;
 
 beforeAll(async () => {
-  env = await createTestEnv();
-  gateway = await startGateway(env);
-  workers = await startInProcessWorkers(env);
-  const { api: admin } = await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password);
-  ({ api, deviceId } = await admin.createUser('checker'));
+  stack = await startStack();
+  env = stack.env;
+  ({ api, deviceId } = await stack.admin.createUser('checker'));
 });
 
 afterAll(async () => {
-  await workers?.close();
-  await gateway?.close();
-  await env?.dropAll();
+  await stack?.close();
 });
 
 test('after uploads, deletes, restores and purges the store is consistent, even with no grace period for young files', async () => {

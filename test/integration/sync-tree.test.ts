@@ -1,26 +1,21 @@
 import { newId } from '../../shared/ids';
-import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { Api } from '../support/client';
-import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
-import { startInProcessWorkers } from '../support/workers';
+import type { TestEnv } from '../support/harness';
+import { startStack, type TestStack } from '../support/stack';
 
 /** Folder trees deeper than any recursive query may go (both servers stop a CTE at 1000 levels). */
 let env: TestEnv;
-let gateway: RunningGateway;
-let workers: SyncWorkers;
+let stack: TestStack;
 let admin: Api;
 
 beforeAll(async () => {
-  env = await createTestEnv({ SYNC_TIMEOUT_MS: '60000' });
-  gateway = await startGateway(env);
-  workers = await startInProcessWorkers(env);
-  admin = (await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password)).api;
+  stack = await startStack({ SYNC_TIMEOUT_MS: '60000' });
+  env = stack.env;
+  admin = stack.admin;
 });
 
 afterAll(async () => {
-  await workers.close();
-  await gateway.close();
-  await env.dropAll();
+  await stack?.close();
 });
 
 /** A chain of `depth` nested folders made through sync ops; returns the ids, top first. */

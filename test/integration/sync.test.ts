@@ -1,14 +1,13 @@
 import { Queue } from 'bullmq';
 import { newId } from '../../shared/ids';
 import { redisOptions, SYNC_QUEUE_NAME } from '../../shared/queue/sync.contract';
-import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { Api } from '../support/client';
-import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
-import { startInProcessWorkers } from '../support/workers';
+import { ADMIN, type RunningGateway, type TestEnv } from '../support/harness';
+import { startStack, type TestStack } from '../support/stack';
 
 let env: TestEnv;
 let gateway: RunningGateway;
-let workers: SyncWorkers;
+let stack: TestStack;
 let api: Api;
 let userId: string;
 let deviceId: string;
@@ -35,19 +34,14 @@ const traceCount = (device = deviceId) =>
   env.db('operation_traces').where({ device_id: device }).count({ n: '*' }).then((r) => Number(r[0]!.n));
 
 beforeAll(async () => {
-  env = await createTestEnv();
-  gateway = await startGateway(env);
-  workers = await startInProcessWorkers(env);
-  const anon = new Api(gateway.baseUrl);
-  const admin = await anon.login(ADMIN.username, ADMIN.password);
-  ({ api, userId, deviceId } = await admin.api.createUser('syncer'));
-  ({ api: other } = await admin.api.createUser('someone-else'));
+  stack = await startStack();
+  ({ env, gateway } = stack);
+  ({ api, userId, deviceId } = await stack.admin.createUser('syncer'));
+  ({ api: other } = await stack.admin.createUser('someone-else'));
 });
 
 afterAll(async () => {
-  await workers.close();
-  await gateway.close();
-  await env.dropAll();
+  await stack?.close();
 });
 
 describe('applying a batch', () => {

@@ -1,8 +1,7 @@
 import { newId } from '../../shared/ids';
-import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { Api } from '../support/client';
 import { expectError, insertFile, insertFolder, ISO_MS } from '../support/fixtures';
-import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
+import { ADMIN, type RunningGateway, type TestEnv } from '../support/harness';
 import {
   changesSince,
   createFolder,
@@ -13,12 +12,12 @@ import {
   resourceRow,
   uploadFile,
 } from '../support/lifecycle';
-import { startInProcessWorkers } from '../support/workers';
+import { startStack, type TestStack } from '../support/stack';
 
 /** GET /v1/trash, POST /v1/trash/:id/restore and DELETE /v1/trash/:id (API.md 1.1, "Trash"). */
 let env: TestEnv;
 let gateway: RunningGateway;
-let workers: SyncWorkers;
+let stack: TestStack;
 let api: Api;
 let userId: string;
 let other: { api: Api; userId: string };
@@ -26,18 +25,14 @@ let other: { api: Api; userId: string };
 const at = (second: number) => new Date(Date.UTC(2021, 0, 1, 0, 0, second));
 
 beforeAll(async () => {
-  env = await createTestEnv();
-  gateway = await startGateway(env);
-  workers = await startInProcessWorkers(env);
-  const { api: admin } = await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password);
-  ({ api, userId } = await admin.createUser('trasher'));
-  other = await admin.createUser('neighbour');
+  stack = await startStack();
+  ({ env, gateway } = stack);
+  ({ api, userId } = await stack.admin.createUser('trasher'));
+  other = await stack.admin.createUser('neighbour');
 });
 
 afterAll(async () => {
-  await workers?.close();
-  await gateway?.close();
-  await env?.dropAll();
+  await stack?.close();
 });
 
 describe('GET /v1/trash', () => {
