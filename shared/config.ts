@@ -27,6 +27,10 @@ export interface Config {
   readonly syncLockMs: number;
   readonly syncBatchDeadlineMs: number;
   readonly syncLockWaitS: number;
+  /** One user's writes holding a database connection at once, per gateway and per worker process. */
+  readonly userWriteConcurrency: number;
+  /** How long a gateway holds a user's write over that bound before 503 (USER_WRITE_WAIT_MS). */
+  readonly userWriteWaitMs: number;
   readonly queuePrefix: string;
   readonly logLevel: string;
   readonly shutdownTimeoutMs: number;
@@ -65,6 +69,8 @@ const schema = Joi.object({
   SYNC_LOCK_MS: Joi.number().integer().min(1000).default(5000),
   SYNC_BATCH_DEADLINE_MS: Joi.number().integer().min(1000).default(10000),
   SYNC_LOCK_WAIT_S: Joi.number().integer().min(1).max(3600).default(5),
+  USER_WRITE_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
+  USER_WRITE_WAIT_MS: Joi.number().integer().min(0).max(600000).default(10000),
   QUEUE_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).default('filesync'),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).default(30000),
@@ -146,6 +152,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     syncLockMs: value.SYNC_LOCK_MS,
     syncBatchDeadlineMs: value.SYNC_BATCH_DEADLINE_MS,
     syncLockWaitS: value.SYNC_LOCK_WAIT_S,
+    userWriteConcurrency: value.USER_WRITE_CONCURRENCY,
+    userWriteWaitMs: value.USER_WRITE_WAIT_MS,
     queuePrefix: value.QUEUE_PREFIX,
     logLevel: value.LOG_LEVEL,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,

@@ -10,6 +10,7 @@ import { ListingRepository } from '../../shared/db/listing.repository';
 import { ResourceRepository } from '../../shared/db/resource.repository';
 import { TrashRepository } from '../../shared/db/trash.repository';
 import { UserRepository } from '../../shared/db/user.repository';
+import { UserSlots, userWriteGate } from '../../shared/fairness/user.slots';
 import { TrashPurger } from '../../shared/lifecycle/trash.purger';
 import { newId } from '../../shared/ids';
 import type { Logger } from '../../shared/logger';
@@ -82,7 +83,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const tokens = new TokenService(deps.jwtSecret);
   const auth = new AuthService(users, devices, hasher, tokens);
   const storage = new StagingStorage(config.uploadDir);
-  const owners = new OwnerTransactions(db, deps.changes);
+  // One user's writes wait for that user's lock; at most userWriteConcurrency of them hold a connection.
+  const writeSlots = new UserSlots(config.userWriteConcurrency);
+  const owners = new OwnerTransactions(db, deps.changes, userWriteGate(writeSlots, config.userWriteWaitMs));
   const files = new FilesService(owners, resources, config.uploadDir, new ListingRepository(db));
   const trashRepo = new TrashRepository(db);
   const trash = new TrashService(owners, trashRepo, new TrashPurger(owners, trashRepo, config.uploadDir, logger));

@@ -8,6 +8,7 @@ import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { RedisChangeNotifier } from '../../shared/queue/change.channel';
 import { InboxApplier, type BatchObserver } from './inbox.applier';
 import { InboxSweeper } from './inbox.sweeper';
+import { RingTurns } from './ring.turns';
 
 export interface SyncWorkers {
   workers: Worker<SyncJobData, SyncRingResult>[];
@@ -26,8 +27,9 @@ export const SWEEP_STALE_MS = 2000;
 const RETENTION_MS = 24 * 3600 * 1000;
 
 /**
- * The sync worker: one BullMQ queue, `SYNC_CONCURRENCY` rings at a time in this process, any number
- * of processes. Order comes from MySQL (see InboxApplier), so no global concurrency is needed.
+ * The sync worker: one BullMQ queue, `SYNC_CONCURRENCY` rings at a time in this process (at most
+ * `USER_WRITE_CONCURRENCY` of them of one user, see RingTurns), any number of processes. Order comes
+ * from MySQL (see InboxApplier), so no global concurrency is needed.
  */
 export async function startSyncWorkers(config: Config, db: Db, logger: Logger, observe?: BatchObserver): Promise<SyncWorkers> {
   const publisher = new IORedis(redisOptions(config.redisUrl, 'producer'));
@@ -42,9 +44,10 @@ export async function startSyncWorkers(config: Config, db: Db, logger: Logger, o
     observe,
   );
   const connection = redisOptions(config.redisUrl, 'blocking');
+  const turns = new RingTurns(config.userWriteConcurrency);
   const worker = new Worker<SyncJobData, SyncRingResult>(
     SYNC_QUEUE_NAME,
-    (job) => applier.ring(job.data, logger.child({ requestId: job.data.requestId, jobId: job.id, deviceId: job.data.deviceId })),
+    turns.wrap((job) => applier.ring(job.data, logger.child({ requestId: job.data.requestId, jobId: job.id, deviceId: job.data.deviceId }))),
     {
       connection,
       prefix: config.queuePrefix,

@@ -47,6 +47,15 @@ export interface ChangeNotifier {
 
 export const silentNotifier: ChangeNotifier = { changed: () => undefined };
 
+/**
+ * What an owner transaction passes before it takes a database connection: resolves to the function
+ * that lets the next one pass, or rejects (503) when the caller may not go on. The gateway's gate
+ * bounds one user's share of its pool (shared/fairness/user.slots.ts).
+ */
+export interface OwnerGate {
+  enter(userId: string): Promise<() => void>;
+}
+
 /** What a caller of OwnerTransactions.run may add around its work. */
 export interface OwnerRunOptions<T> {
   /**
@@ -77,20 +86,28 @@ export class OwnerTransactions {
   constructor(
     private readonly db: Db,
     private readonly notifier: ChangeNotifier = silentNotifier,
+    private readonly gate?: OwnerGate,
   ) {}
 
   async run<T>(userId: string, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>, options: OwnerRunOptions<T> = {}): Promise<T> {
+    // Passed before a connection is taken: a caller held at the gate holds nothing of the pool.
+    const leave = this.gate ? await this.gate.enter(userId) : undefined;
     let clock: ChangeClock | undefined;
-    const result = await this.db.transaction(async (trx) => {
-      if (options.begun) await options.begun(trx);
-      const position = options.lockOwner ? await options.lockOwner(trx) : await lockOwnerRow(trx, userId);
-      clock = new ChangeClock(userId, position ?? 0);
-      const derived = DerivedData.deferWithin(trx);
-      const value = await work(trx, clock);
-      await derived.flush();
-      if (clock.advanced) await trx('users').where({ id: userId }).update({ change_seq: clock.position });
-      return value;
-    });
+    let result: T;
+    try {
+      result = await this.db.transaction(async (trx) => {
+        if (options.begun) await options.begun(trx);
+        const position = options.lockOwner ? await options.lockOwner(trx) : await lockOwnerRow(trx, userId);
+        clock = new ChangeClock(userId, position ?? 0);
+        const derived = DerivedData.deferWithin(trx);
+        const value = await work(trx, clock);
+        await derived.flush();
+        if (clock.advanced) await trx('users').where({ id: userId }).update({ change_seq: clock.position });
+        return value;
+      });
+    } finally {
+      leave?.();
+    }
     try {
       options.committed?.(result);
     } finally {

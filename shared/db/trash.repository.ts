@@ -52,6 +52,11 @@ export class TrashRepository {
     return { items: (rows as ResourceRow[]).map(toRecord), total: Number(count[0]?.n ?? 0) };
   }
 
+  /** Whether the resource is in the owner's trash, read without a lock. */
+  async isInTrash(userId: string, id: string): Promise<boolean> {
+    return (await this.inTrash(userId).andWhere({ id }).first('id')) !== undefined;
+  }
+
   /** A resource of the owner's trash, locked for the restore or purge about to change it. */
   async findForUpdate(userId: string, id: string): Promise<ResourceRecord | undefined> {
     const row = (await this.inTrash(userId).andWhere({ id }).forUpdate().first(COLUMNS)) as ResourceRow | undefined;

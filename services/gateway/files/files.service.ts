@@ -68,7 +68,9 @@ export class FilesService {
   }
 
   async delete(userId: string, id: string): Promise<void> {
-    if (!isId(id)) throw notFound('no such file');
+    // A plain read first: an id that is not the caller's active file changes nothing, so it is
+    // answered without waiting for the owner's lock (a flood of those cannot tie up the pool).
+    if (!isId(id) || !(await this.resources.findActive(userId, id, 'file'))) throw notFound('no such file');
     const deleted = await this.owners.run(userId, (trx, clock) =>
       this.resources.withTransaction(trx).softDeleteFile(userId, id, new Date(), clock.next()),
     );

@@ -28,7 +28,7 @@ export class TrashService {
    * name clash anywhere (NAME_CONFLICT from the sibling-name key) rolls the whole restore back.
    */
   async restore(userId: string, id: string): Promise<ResourceRecord> {
-    if (!isId(id)) throw notInTrash();
+    await this.requireInTrash(userId, id);
     return this.owners.run(userId, async (trx, clock) => {
       const repo = this.trash.withTransaction(trx);
       const root = await repo.findForUpdate(userId, id);
@@ -43,6 +43,15 @@ export class TrashService {
   }
 
   async purge(userId: string, id: string): Promise<void> {
-    if (!isId(id) || !(await this.purger.purgeTree(userId, id))) throw notInTrash();
+    await this.requireInTrash(userId, id);
+    if (!(await this.purger.purgeTree(userId, id))) throw notInTrash();
+  }
+
+  /**
+   * A plain read before the owner's lock: an id that is not in the caller's trash changes nothing, so
+   * it is answered without waiting for the lock. Under the lock the resource is read again.
+   */
+  private async requireInTrash(userId: string, id: string): Promise<void> {
+    if (!isId(id) || !(await this.trash.isInTrash(userId, id))) throw notInTrash();
   }
 }
