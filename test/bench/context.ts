@@ -12,6 +12,8 @@ export interface Profile {
   login: { durationMs: number; burst: number };
   snapshot: { changed: number; reps: number };
   changes: { changes: number; held: number; users: number; rounds: number };
+  /** Noisy neighbour: each phase's length, Alice's devices and batch size, her lock-taking write loops and her loops of deletes of missing ids. */
+  noisy: { durationMs: number; aliceDevices: number; batchOps: number; writeLoops: number; missLoops: number };
   /** `--only=search-1m`: files of the one big user (and as many again of four others), sequential requests per term. */
   searchBig: { files: number; reps: number };
 }
@@ -31,6 +33,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
     login: { durationMs: 5000, burst: 100 },
     snapshot: { changed: 10_000, reps: 20 },
     changes: { changes: 10_000, held: 1000, users: 10, rounds: 20 },
+    noisy: { durationMs: 8000, aliceDevices: 4, batchOps: 1000, writeLoops: 8, missLoops: 22 },
     searchBig: { files: 1_000_000, reps: 30 },
   },
   quick: {
@@ -47,6 +50,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
     login: { durationMs: 1500, burst: 30 },
     snapshot: { changed: 2_000, reps: 5 },
     changes: { changes: 2_000, held: 200, users: 4, rounds: 8 },
+    noisy: { durationMs: 3000, aliceDevices: 4, batchOps: 1000, writeLoops: 8, missLoops: 22 },
     searchBig: { files: 100_000, reps: 10 },
   },
 };

@@ -41,7 +41,7 @@ interface Child {
 }
 
 /** The service's own settings: taken from the bench, never from the shell it was started in. */
-const SERVICE_SETTING = /^(DATABASE_URL|REDIS_URL|PORT|WORKER_PORT|DATA_DIR|UPLOAD_DIR|MAX_UPLOAD_BYTES|JWT_SECRET|ADMIN_\w+|LOGIN_\w+|SYNC_\w+|FEED_\w+|QUEUE_PREFIX|LOG_LEVEL|SHUTDOWN_TIMEOUT_MS)$/;
+const SERVICE_SETTING = /^(DATABASE_URL|REDIS_URL|PORT|WORKER_PORT|DATA_DIR|UPLOAD_DIR|MAX_UPLOAD_BYTES|JWT_SECRET|ADMIN_\w+|LOGIN_\w+|SYNC_\w+|FEED_\w+|USER_WRITE_\w+|QUEUE_PREFIX|LOG_LEVEL|SHUTDOWN_TIMEOUT_MS)$/;
 
 function inheritedEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([key]) => !SERVICE_SETTING.test(key)));
