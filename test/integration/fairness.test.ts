@@ -19,6 +19,7 @@ beforeAll(async () => {
     // Alice's rings would hold every place until her lock is released.
     SYNC_CONCURRENCY: '4',
     SYNC_BATCH_DEADLINE_MS: '120000',
+    SYNC_TIMEOUT_MS: '60000',
     USER_WRITE_CONCURRENCY: '2',
     USER_WRITE_WAIT_MS: String(WRITE_WAIT_MS),
   });
