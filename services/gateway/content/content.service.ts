@@ -86,7 +86,7 @@ export class ContentService {
         throw invalid('the content does not match the digest declared for it');
       }
       const now = new Date();
-      const record = await this.owners.run(userId, async (trx, clock) => {
+      const record = await this.owners.run({ userId, deviceId }, async (trx, clock) => {
         const repo = this.resources.withTransaction(trx);
         const file = await repo.findActive(userId, fileId, 'file');
         if (!file) throw notFound('no such file');
@@ -99,8 +99,8 @@ export class ContentService {
           mimeType: contentMimeType(input.declaredType, file),
           extension,
         };
-        const seq = clock.next();
-        if (!(await repo.replaceContent(userId, fileId, content, now, seq))) throw notFound('no such file');
+        const stamp = clock.next();
+        if (!(await repo.replaceContent(userId, fileId, content, now, stamp))) throw notFound('no such file');
         const target = path.join(this.uploadDir, content.storageKey);
         await fs.mkdir(path.dirname(target), { recursive: true });
         await fs.rename(staged.path, target);
@@ -115,7 +115,8 @@ export class ContentService {
           extension,
           updatedAt: now,
           rev: file.rev + 1,
-          changeSeq: seq,
+          changeSeq: stamp.seq,
+          changeDeviceId: stamp.deviceId,
         };
       });
       placed = undefined;
