@@ -63,7 +63,7 @@ export class ContentService {
   async checkBeforeUpload(userId: string, fileId: string, conditions: ContentConditions): Promise<void> {
     const file = isId(fileId) ? await this.resources.findActive(userId, fileId, 'file') : undefined;
     if (!file) throw notFound('no such file');
-    checkContentConditions(file.contentSha256, conditions);
+    checkContentConditions(file, conditions);
   }
 
   /**
@@ -90,7 +90,7 @@ export class ContentService {
         const repo = this.resources.withTransaction(trx);
         const file = await repo.findActive(userId, fileId, 'file');
         if (!file) throw notFound('no such file');
-        checkContentConditions(file.contentSha256, input);
+        checkContentConditions(file, input);
         const extension = extensionOf(file.name);
         const content: ContentChange = {
           storageKey: newStorageKey(deviceId, file, extension),
