@@ -130,7 +130,8 @@ test("while Alice's lock is held and she floods the gateway with writes, Bob's r
   } finally {
     if (!released) await lock.release();
   }
-});
+  // Alice's 30 uploads, her writes' wait and the release take a while on a loaded machine.
+}, 120_000);
 
 test("while Alice's lock is held and her devices' batches queue, Bob's sync batches are applied", async () => {
   const alice = await stack.admin.createUser('alice-sync');
@@ -167,4 +168,4 @@ test("while Alice's lock is held and her devices' batches queue, Bob's sync batc
   }
   const folders = await stack.env.db('resources').where({ user_id: alice.userId, type: 'folder' }).whereNull('deleted_at').count<{ n: number }[]>({ n: '*' });
   expect(Number(folders[0]!.n)).toBe(6);
-});
+}, 120_000);
