@@ -48,11 +48,6 @@ export class RingTurns {
     };
   }
 
-  /** Rings of `userId` in progress in this process. */
-  inProgress(userId: string): number {
-    return this.slots.inUse(userId);
-  }
-
   private remember(userId: string, job: Job<SyncJobData>): void {
     const jobs = this.deferred.get(userId) ?? new Map<string, Job<SyncJobData>>();
     const id = job.id ?? '';
