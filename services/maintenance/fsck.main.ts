@@ -4,6 +4,7 @@ import { createDb } from '../../shared/db/knex';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { createLogger } from '../../shared/logger';
 import { RedisChangeNotifier } from '../../shared/queue/change.channel';
+import { createContentStore } from '../../shared/storage/store.factory';
 import { DEFAULT_FSCK_OPTIONS, Fsck, problemsFound, type FsckOptions } from './fsck';
 
 const USAGE = 'usage: npm run fsck -- [--repair] [--min-age=<seconds>]';
@@ -30,11 +31,12 @@ async function main(): Promise<number> {
   const db = createDb(config.databaseUrl, { max: 2 });
   const notifier = new RedisChangeNotifier(config.redisUrl, config.queuePrefix, createLogger('fsck', 'silent'));
   try {
-    const fsck = new Fsck(config.uploadDir, new ContentRepository(db), new OwnerTransactions(db, notifier));
+    const store = createContentStore(config);
+    const fsck = new Fsck(store, new ContentRepository(db), new OwnerTransactions(db, notifier));
     const report = await fsck.run(options);
     for (const key of report.orphans) console.log(`orphan file: ${key}`);
     for (const m of report.missing) console.log(`missing content: resource ${m.id} (user ${m.userId}) expects ${m.storageKey}`);
-    console.log(`checked ${report.files} files under ${config.uploadDir} and ${report.resources} resources with content`);
+    console.log(`checked ${report.files} files under ${store.location} and ${report.resources} resources with content`);
     console.log(`found ${report.orphans.length} orphan files and ${report.missing.length} resources with missing content`);
     if (report.repaired) {
       console.log(`repaired: removed ${report.repaired.orphansRemoved} orphan files; detached the missing content of ${report.repaired.contentCleared} resources (they now read as files without content, rev + 1, in the change feed)`);

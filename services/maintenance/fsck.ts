@@ -1,17 +1,6 @@
-import { promises as fs } from 'node:fs';
-import path from 'node:path';
 import type { ContentHolder, ContentRepository } from '../../shared/db/content.repository';
 import type { OwnerTransactions } from '../../shared/db/owner.transaction';
-import { contentPath } from '../../shared/lifecycle/content.files';
-
-/** Staged uploads: a file here is in flight while young, left over by a crash once old. */
-export const STAGING_PREFIX = '.staging/';
-
-/**
- * Folders under UPLOAD_DIR that hold bytes no resource points at by design (uploads in progress kept
- * by other components, such as resumable uploads): never reported, never removed.
- */
-export const IGNORED_PREFIXES: readonly string[] = ['.tus/', '.uploads/', 'tus/'];
+import { isStagingKey, type ContentStore } from '../../shared/storage/content.store';
 
 export interface FsckOptions {
   repair: boolean;
@@ -24,11 +13,11 @@ export interface FsckOptions {
 export const DEFAULT_FSCK_OPTIONS: FsckOptions = { repair: false, orphanMinAgeMs: 10 * 60_000, stagingMinAgeMs: 3600_000 };
 
 export interface FsckReport {
-  /** Files looked at (ignored folders and top-level files excluded). */
+  /** Objects looked at: content and staged uploads (the marker and resumable uploads excluded). */
   files: number;
   /** Resources with content whose file was checked. */
   resources: number;
-  /** Content files no resource points at, relative to UPLOAD_DIR. */
+  /** Content keys no resource points at, and staged uploads left by a crash. */
   orphans: string[];
   /** Resources (active or in the trash) whose content file is missing. */
   missing: ContentHolder[];
@@ -40,37 +29,15 @@ export const problemsFound = (r: FsckReport): boolean => r.orphans.length > 0 ||
 
 const PAGE = 1000;
 
-/** Regular files under `dir` as paths relative to it with '/' separators, with their mtime. */
-async function* walk(dir: string, prefix = ''): AsyncGenerator<{ key: string; mtimeMs: number }> {
-  const entries = await fs.readdir(path.join(dir, prefix), { withFileTypes: true }).catch(() => []);
-  for (const entry of entries) {
-    const key = prefix ? `${prefix}/${entry.name}` : entry.name;
-    if (entry.isDirectory()) {
-      if (IGNORED_PREFIXES.some((p) => `${key}/`.startsWith(p))) continue;
-      yield* walk(dir, key);
-    } else if (entry.isFile() && prefix !== '') {
-      // Content always sits in a folder (`<deviceId>/...`); a top-level file is not ours to judge.
-      const stat = await fs.stat(path.join(dir, key)).catch(() => undefined);
-      if (stat) yield { key, mtimeMs: stat.mtimeMs };
-    }
-  }
-}
-
-const exists = (file: string) =>
-  fs.stat(file).then(
-    (s) => s.isFile(),
-    () => false,
-  );
-
 /**
- * Compares the content files under UPLOAD_DIR with the rows that point at them, read-only unless
+ * Compares the content store with the rows that point at its keys, read-only unless
  * `repair`. Both directions are checked twice before they count: a file is an orphan only when it
  * is old enough and no row points at it; content is missing only when the row still points at the
  * same key after the file was found absent (content replaced meanwhile is not missing).
  */
 export class Fsck {
   constructor(
-    private readonly uploadDir: string,
+    private readonly store: ContentStore,
     private readonly content: ContentRepository,
     private readonly owners: OwnerTransactions,
   ) {}
@@ -91,10 +58,12 @@ export class Fsck {
       for (const key of batch) if (!referenced.has(key)) report.orphans.push(key);
       batch = [];
     };
-    for await (const file of walk(this.uploadDir)) {
+    for await (const file of this.store.walk()) {
       report.files++;
-      const minAge = file.key.startsWith(STAGING_PREFIX) ? options.stagingMinAgeMs : options.orphanMinAgeMs;
-      if (now - file.mtimeMs < minAge) continue;
+      // A content key is dated from its placing (ContentStore.place), so bytes received long ago
+      // but placed moments ago, by a commit that may not be visible yet, are young.
+      const minAge = isStagingKey(file.key) ? options.stagingMinAgeMs : options.orphanMinAgeMs;
+      if (now - file.modifiedAt.getTime() < minAge) continue;
       batch.push(file.key);
       if (batch.length >= PAGE) await flush();
     }
@@ -109,7 +78,7 @@ export class Fsck {
       if (holders.length === 0) break;
       for (const holder of holders) {
         report.resources++;
-        if (await exists(contentPath(this.uploadDir, holder.storageKey))) continue;
+        if (await this.store.stat(holder.storageKey)) continue;
         if ((await this.content.storageKeyOf(holder.id)) === holder.storageKey) report.missing.push(holder);
       }
       after = holders[holders.length - 1]!.id;
@@ -121,7 +90,7 @@ export class Fsck {
     let removed = 0;
     for (const key of orphans) {
       if ((await this.content.referenced([key])).size > 0) continue;
-      await fs.rm(contentPath(this.uploadDir, key), { force: true });
+      await this.store.remove(key);
       removed++;
     }
     return removed;
@@ -134,7 +103,7 @@ export class Fsck {
       const done = await this.owners.run(holder.userId, async (trx, clock) => {
         const repo = this.content.withTransaction(trx);
         if ((await repo.storageKeyOf(holder.id)) !== holder.storageKey) return false;
-        if (await exists(contentPath(this.uploadDir, holder.storageKey))) return false;
+        if (await this.store.stat(holder.storageKey)) return false;
         return repo.clearContent(holder.userId, holder.id, holder.storageKey, new Date(), clock.next());
       });
       if (done) cleared++;

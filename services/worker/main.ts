@@ -2,6 +2,7 @@ import { ConfigError, loadConfig } from '../../shared/config';
 import { createDb } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
+import { createContentStore } from '../../shared/storage/store.factory';
 import { startMaintenance } from './maintenance.workers';
 import { startOpsServer } from './ops.server';
 import { startSyncWorkers } from './sync.workers';
@@ -19,7 +20,7 @@ async function main(): Promise<void> {
   });
   const metrics = new WorkerMetrics();
   const sync = await startSyncWorkers(config, db, logger, metrics.recordApplied);
-  const maintenance = await startMaintenance(config, db, logger);
+  const maintenance = await startMaintenance(config, db, logger, createContentStore(config));
   metrics.observe(sync.workers);
   const ops = await startOpsServer(config.workerPort, db, sync.workers, logger, metrics.registry);
   logger.info({ concurrency: config.syncConcurrency, prefix: config.queuePrefix }, 'worker ready');
