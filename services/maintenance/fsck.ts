@@ -1,6 +1,7 @@
 import type { ContentHolder, ContentRepository } from '../../shared/db/content.repository';
 import type { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { isStagingKey, type ContentStore } from '../../shared/storage/content.store';
+import { claimStoreKnowingly, readIdentity } from '../../shared/storage/store.identity';
 
 export interface FsckOptions {
   repair: boolean;
@@ -8,7 +9,14 @@ export interface FsckOptions {
   orphanMinAgeMs: number;
   /** Staged files younger than this are uploads in progress. */
   stagingMinAgeMs: number;
+  /** Marks a store without a marker as the database's before checking (`--claim-store`). */
+  claimStore?: boolean;
+  /** Repairs even when more than a tenth of the expected content is missing (`--allow-many-missing`). */
+  allowManyMissing?: boolean;
 }
+
+/** fsck will not run on this store, or will not repair it; nothing was changed. */
+export class FsckRefusal extends Error {}
 
 export const DEFAULT_FSCK_OPTIONS: FsckOptions = { repair: false, orphanMinAgeMs: 10 * 60_000, stagingMinAgeMs: 3600_000 };
 
@@ -23,6 +31,18 @@ export interface FsckReport {
   missing: ContentHolder[];
   /** With --repair: orphans removed, and resources whose content was detached (rev + 1, in the feed). */
   repaired: { orphansRemoved: number; contentCleared: number } | null;
+  /** With --repair: why nothing was repaired, when so much content is missing that the store looks damaged. */
+  refused?: string;
+}
+
+/**
+ * More missing than this share of the expected content (and more than one resource) looks like a
+ * damaged or half-mounted store rather than lost files: detaching it all would hide the damage.
+ */
+export const MISSING_SHARE_LIMIT = 0.1;
+
+export function tooManyMissing(report: Pick<FsckReport, 'missing' | 'resources'>): boolean {
+  return report.missing.length > 1 && report.missing.length > report.resources * MISSING_SHARE_LIMIT;
 }
 
 export const problemsFound = (r: FsckReport): boolean => r.orphans.length > 0 || r.missing.length > 0;
@@ -42,11 +62,29 @@ export class Fsck {
     private readonly owners: OwnerTransactions,
   ) {}
 
+  /**
+   * Checks, and with `repair` repairs. Throws FsckRefusal, before looking at anything, when the store
+   * does not carry the database's marker: on the wrong store every file would read as missing.
+   */
   async run(options: FsckOptions = DEFAULT_FSCK_OPTIONS): Promise<FsckReport> {
+    if (options.claimStore) await claimStoreKnowingly(this.store, this.content);
+    const identity = await readIdentity(this.store, this.content);
+    if (!identity.matches) {
+      throw new FsckRefusal(
+        identity.recorded === undefined
+          ? `the database has no content store yet (start the gateway or a worker once); nothing was checked`
+          : `${this.store.location} is not this database's content store (its marker: ${identity.marker ?? 'none'}, expected ${identity.recorded}); nothing was checked or changed. If it is the right store and only its marker was lost, run again with --claim-store`,
+      );
+    }
     const report: FsckReport = { files: 0, resources: 0, orphans: [], missing: [], repaired: null };
     await this.findOrphans(options, report);
     await this.findMissing(report);
-    if (options.repair) report.repaired = { orphansRemoved: await this.removeOrphans(report.orphans), contentCleared: await this.clearMissing(report.missing) };
+    if (!options.repair) return report;
+    if (tooManyMissing(report) && !options.allowManyMissing) {
+      report.refused = `${report.missing.length} of ${report.resources} resources have no content in the store, more than a tenth: the store looks damaged or incompletely mounted, so nothing was repaired. Fix the store and check again, or, if the content is really lost, repair with --allow-many-missing`;
+      return report;
+    }
+    report.repaired = { orphansRemoved: await this.removeOrphans(report.orphans), contentCleared: await this.clearMissing(report.missing) };
     return report;
   }
 
@@ -71,6 +109,7 @@ export class Fsck {
     report.orphans.sort();
   }
 
+  /** Content counts as missing only when the store says it does not exist; any other failure stops the check. */
   private async findMissing(report: FsckReport): Promise<void> {
     let after = '';
     for (;;) {
