@@ -47,7 +47,7 @@ export class ContentService {
   async checkBeforeUpload(userId: string, fileId: string, conditions: ContentConditions): Promise<void> {
     const file = isId(fileId) ? await this.resources.findActive(userId, fileId, 'file') : undefined;
     if (!file) throw notFound('no such file');
-    checkContentConditions(file.contentSha256, conditions);
+    checkContentConditions(file, conditions);
   }
 
   /**
@@ -59,7 +59,7 @@ export class ContentService {
   async replaceContent(input: ReplaceContentInput): Promise<ResourceRecord> {
     const { staged, userId, deviceId, fileId } = input;
     return this.writer.commit({
-      userId,
+      author: { userId, deviceId },
       staged,
       check: () => {
         if (!isId(fileId)) throw notFound('no such file');
@@ -72,7 +72,7 @@ export class ContentService {
         const repo = this.resources.withTransaction(trx);
         const file = await repo.findActive(userId, fileId, 'file');
         if (!file) throw notFound('no such file');
-        checkContentConditions(file.contentSha256, input);
+        checkContentConditions(file, input);
         const extension = extensionOf(file.name);
         const content: ContentChange = {
           storageKey: replacementKey(deviceId, file.id, extension, file.storageKey),
@@ -81,8 +81,8 @@ export class ContentService {
           mimeType: contentMimeType(input.declaredType, file),
           extension,
         };
-        const seq = clock.next();
-        if (!(await repo.replaceContent(userId, fileId, content, now, seq))) throw notFound('no such file');
+        const stamp = clock.next();
+        if (!(await repo.replaceContent(userId, fileId, content, now, stamp))) throw notFound('no such file');
         const result: ResourceRecord = {
           ...file,
           storageKey: content.storageKey,
@@ -92,7 +92,8 @@ export class ContentService {
           extension,
           updatedAt: now,
           rev: file.rev + 1,
-          changeSeq: seq,
+          changeSeq: stamp.seq,
+          changeDeviceId: stamp.deviceId,
         };
         return { key: content.storageKey, replacedKey: file.storageKey, result };
       },
