@@ -2,6 +2,7 @@ import { NO_DEVICE, OwnerTransactions } from '../../shared/db/owner.transaction'
 import { TrashRepository } from '../../shared/db/trash.repository';
 import { newId } from '../../shared/ids';
 import { TrashPurger } from '../../shared/lifecycle/trash.purger';
+import { createContentStore } from '../../shared/storage/store.factory';
 import { Api } from '../support/client';
 import { expectError, sha256 } from '../support/fixtures';
 import type { TestEnv } from '../support/harness';
@@ -260,7 +261,7 @@ describe('who changed it', () => {
     expect(await after(uploaded)).toMatchObject({ deleted: true, deviceId: a.deviceId });
 
     expect((await send([remove(synced)], devB)).body.failed).toBeNull();
-    const purger = new TrashPurger(new OwnerTransactions(env.db), new TrashRepository(env.db), env.uploadDir);
+    const purger = new TrashPurger(new OwnerTransactions(env.db), new TrashRepository(env.db), createContentStore(env.config));
     expect((await purger.purgeExpired(new Date(Date.now() + 1000))).purged).toBeGreaterThan(0);
     expect(await after(synced)).toMatchObject({ deleted: true, deviceId: NO_DEVICE });
   });

@@ -24,9 +24,10 @@ const MAX_RETRY_AFTER_S = 60;
 /**
  * The unfinished resumable uploads of each user, counted in Redis so the limit holds across every
  * gateway: one sorted set per user, member the upload id, score its expiry. An upload leaves it when
- * it completes, is terminated or its creation fails (TusStore's `gone` hook), and by its score once
- * it expires, so the workers' expiry sweep need not tell anyone. Should Redis lose the sets, the
- * count starts again from zero: the limit protects other users, it is not an account.
+ * it completes, is terminated or its creation fails (the `gone` hook of the content store's
+ * resumable uploads, shared/storage/content.store.ts), and by its score once it expires, so the
+ * workers' expiry sweep need not tell anyone. Should Redis lose the sets, the count starts again
+ * from zero: the limit protects other users, it is not an account.
  */
 export class OpenUploads {
   private readonly redis: IORedis;

@@ -2,7 +2,7 @@ import type { RequestHandler, Router } from 'express';
 import type { Config } from '../../../shared/config';
 import type { ResourceRepository } from '../../../shared/db/resource.repository';
 import type { Logger } from '../../../shared/logger';
-import { TusStore } from '../../../shared/uploads/tus.store';
+import type { ContentStore } from '../../../shared/storage/content.store';
 import { OpenUploads } from './open.uploads';
 import { RedisLocker } from './redis.locker';
 import { ownerOf } from './upload.metadata';
@@ -18,11 +18,12 @@ export interface UploadsModule {
 }
 
 /**
- * Resumable uploads: the tus server on a disk store under the upload directory, locked through
+ * Resumable uploads: the tus server on the content store's resumable uploads, locked through
  * Redis. Their expiry is a maintenance task of the workers (services/worker/maintenance.workers.ts).
  */
 export function createUploads(deps: {
   config: Config;
+  store: ContentStore;
   files: FileTarget;
   content: ContentTarget;
   resources: ResourceRepository;
@@ -34,7 +35,7 @@ export function createUploads(deps: {
     { redisUrl: config.redisUrl, prefix: config.queuePrefix, max: config.maxOpenUploads, expiryMs: config.uploadExpiryMs },
     logger,
   );
-  const store = new TusStore(config.uploadDir, config.uploadExpiryMs, async (id, metadata) => {
+  const store = deps.store.resumable.dataStore(config.uploadExpiryMs, async (id, metadata) => {
     const owner = ownerOf(metadata);
     if (owner) await open.release(owner.userId, id);
   });

@@ -12,6 +12,7 @@ import * as createDerivedTables from './20261122000005_create_derived_tables';
 import * as backfillDerivedTables from './20261122000006_backfill_derived_tables';
 import * as addChangeDevice from './20261124000101_add_change_device';
 import * as backfillChangeDevice from './20261124000102_backfill_change_device';
+import * as createContentStore from './20261124000201_create_content_store';
 
 interface Migration {
   name: string;
@@ -34,6 +35,7 @@ const MIGRATIONS: Migration[] = [
   backfillDerivedTables,
   addChangeDevice,
   backfillChangeDevice,
+  createContentStore,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {
