@@ -162,15 +162,21 @@ describe('start-up on a store that is not the database\'s', () => {
     expect(await fs.readdir(wrong)).toEqual([]);
   });
 
-  test('a store holding another database\'s content is refused even when this database has none', async () => {
-    const other = await createTestEnv();
+  test('a database created afresh over another database\'s store starts and takes its id; one with a store of its own is refused there', async () => {
+    const fresh = await createTestEnv();
+    const owned = await createTestEnv();
     try {
-      const { code, output } = await run('services/gateway/main.js', [], { ...other.env, UPLOAD_DIR: env.uploadDir, LOG_LEVEL: 'silent' });
+      const gateway = await spawnGateway(fresh, { UPLOAD_DIR: env.uploadDir });
+      await stopProcess(gateway);
+      expect((await fresh.db('content_store').first()).store_id).toBe((await env.db('content_store').first()).store_id);
+
+      await owned.db('content_store').insert({ singleton: 1, store_id: newId(), created_at: new Date() });
+      const { code, output } = await run('services/gateway/main.js', [], { ...owned.env, UPLOAD_DIR: env.uploadDir, LOG_LEVEL: 'silent' });
       expect(code).toBe(1);
       expect(output).toContain('is the content store of another database');
-      expect(await other.db('content_store').first()).toBeUndefined();
     } finally {
-      await other.dropAll();
+      await fresh.dropAll();
+      await owned.dropAll();
     }
   });
 
