@@ -9,7 +9,11 @@ import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ListingRepository } from '../../shared/db/listing.repository';
 import { ResourceRepository } from '../../shared/db/resource.repository';
 import { TrashRepository } from '../../shared/db/trash.repository';
+import { ReservationRepository } from '../../shared/db/reservation.repository';
+import { UsageRepository } from '../../shared/db/usage.repository';
 import { UserRepository } from '../../shared/db/user.repository';
+import { UploadReservations } from '../../shared/quota/upload.reservations';
+import { retentionMs } from '../../shared/lifecycle/trash.purger';
 import { TrashPurger } from '../../shared/lifecycle/trash.purger';
 import { newId } from '../../shared/ids';
 import type { Logger } from '../../shared/logger';
@@ -43,6 +47,8 @@ import type { SyncClient } from './sync/sync.client';
 import { trashRoutes } from './trash/trash.routes';
 import { TrashService } from './trash/trash.service';
 import { createUploads, type UploadsModule } from './uploads/uploads.module';
+import { storageMetrics } from './usage/usage.metrics';
+import { UsageService } from './usage/usage.service';
 import { userRoutes } from './users/users.routes';
 
 export interface GatewayDeps {
@@ -83,15 +89,19 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const auth = new AuthService(users, devices, hasher, tokens);
   const storage = new StagingStorage(config.uploadDir);
   const owners = new OwnerTransactions(db, deps.changes);
-  const files = new FilesService(owners, resources, config.uploadDir, new ListingRepository(db));
+  const metrics = new GatewayMetrics(sync.queues);
+  const usageRepo = new UsageRepository(db);
+  const quota = storageMetrics(metrics.registry, usageRepo);
+  const versionPolicy = { maxVersions: config.maxVersions, retentionMs: retentionMs(config.versionRetentionDays) };
+  const files = new FilesService(owners, resources, config.uploadDir, new ListingRepository(db), usageRepo, quota);
   const trashRepo = new TrashRepository(db);
   const trash = new TrashService(owners, trashRepo, new TrashPurger(owners, trashRepo, config.uploadDir, logger));
-  const content = new ContentService(owners, resources, config.uploadDir, logger);
+  const content = new ContentService(owners, resources, config.uploadDir, versionPolicy, usageRepo, logger, quota);
+  const reservations = new UploadReservations(owners, new ReservationRepository(db), config.uploadDir, quota);
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const principals = new PrincipalCache(config.authCacheMs, config.redisUrl, config.queuePrefix, logger);
   const authenticated = requireUser(tokens, users, principals);
-  const metrics = new GatewayMetrics(sync.queues);
-  const uploads = createUploads({ config, files, content, resources, authenticated, logger });
+  const uploads = createUploads({ config, files, content, resources, reservations, authenticated, logger });
   const limits = new RateLimits(config.redisUrl, config.queuePrefix, logger);
   const basicFailures = new FailureLimit(limits.store('admin-basic'), config.loginRateLimit, (err) =>
     logger.warn({ reason: err instanceof Error ? err.message : String(err) }, 'dashboard failure limit: Redis unavailable, not counted'),
@@ -154,7 +164,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
   v1.use(deviceRoutes(devices, registerLimit));
   v1.use(authRoutes(auth, loginLimits, authenticated));
-  v1.use(userRoutes(users, hasher, principals, authenticated));
+  v1.use(userRoutes(users, hasher, principals, authenticated, new UsageService(usageRepo, users), config.defaultQuotaBytes));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
   v1.use(trashRoutes(trash, authenticated));
   app.use('/v1', v1);

@@ -2,6 +2,7 @@ import { ConfigError, loadConfig } from '../../shared/config';
 import { ContentRepository } from '../../shared/db/content.repository';
 import { createDb } from '../../shared/db/knex';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { UsageRepository } from '../../shared/db/usage.repository';
 import { createLogger } from '../../shared/logger';
 import { RedisChangeNotifier } from '../../shared/queue/change.channel';
 import { DEFAULT_FSCK_OPTIONS, Fsck, problemsFound, type FsckOptions } from './fsck';
@@ -30,14 +31,16 @@ async function main(): Promise<number> {
   const db = createDb(config.databaseUrl, { max: 2 });
   const notifier = new RedisChangeNotifier(config.redisUrl, config.queuePrefix, createLogger('fsck', 'silent'));
   try {
-    const fsck = new Fsck(config.uploadDir, new ContentRepository(db), new OwnerTransactions(db, notifier));
+    const fsck = new Fsck(config.uploadDir, new ContentRepository(db), new OwnerTransactions(db, notifier), new UsageRepository(db));
     const report = await fsck.run(options);
     for (const key of report.orphans) console.log(`orphan file: ${key}`);
     for (const m of report.missing) console.log(`missing content: resource ${m.id} (user ${m.userId}) expects ${m.storageKey}`);
+    for (const d of report.usageDrift) console.log(`usage drift: user ${d.userId} ${d.kind}Bytes stored ${d.stored}, actual ${d.actual}`);
     console.log(`checked ${report.files} files under ${config.uploadDir} and ${report.resources} resources with content`);
     console.log(`found ${report.orphans.length} orphan files and ${report.missing.length} resources with missing content`);
+    console.log(`found ${report.usageDrift.length} usage counters that differ from the stored content`);
     if (report.repaired) {
-      console.log(`repaired: removed ${report.repaired.orphansRemoved} orphan files; detached the missing content of ${report.repaired.contentCleared} resources (they now read as files without content, rev + 1, in the change feed)`);
+      console.log(`repaired: removed ${report.repaired.orphansRemoved} orphan files; detached the missing content of ${report.repaired.contentCleared} resources (they now read as files without content, rev + 1, in the change feed); recomputed the usage counters of ${report.repaired.usageRepaired} users`);
       return 0;
     }
     return problemsFound(report) ? 1 : 0;

@@ -2,7 +2,9 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { ContentHolder, ContentRepository } from '../../shared/db/content.repository';
 import type { OwnerTransactions } from '../../shared/db/owner.transaction';
+import type { UsageDifference, UsageRepository } from '../../shared/db/usage.repository';
 import { contentPath } from '../../shared/lifecycle/content.files';
+import { checkUsage } from './usage.check';
 
 /** Staged uploads: a file here is in flight while young, left over by a crash once old. */
 export const STAGING_PREFIX = '.staging/';
@@ -32,11 +34,13 @@ export interface FsckReport {
   orphans: string[];
   /** Resources (active or in the trash) whose content file is missing. */
   missing: ContentHolder[];
-  /** With --repair: orphans removed, and resources whose content was detached (rev + 1, in the feed). */
-  repaired: { orphansRemoved: number; contentCleared: number } | null;
+  /** Byte counters of users that differ from the rows (users.*_bytes against resources, versions, reservations). */
+  usageDrift: UsageDifference[];
+  /** With --repair: orphans removed, resources whose content was detached (rev + 1, in the feed), users whose counters were recomputed. */
+  repaired: { orphansRemoved: number; contentCleared: number; usageRepaired: number } | null;
 }
 
-export const problemsFound = (r: FsckReport): boolean => r.orphans.length > 0 || r.missing.length > 0;
+export const problemsFound = (r: FsckReport): boolean => r.orphans.length > 0 || r.missing.length > 0 || r.usageDrift.length > 0;
 
 const PAGE = 1000;
 
@@ -73,13 +77,23 @@ export class Fsck {
     private readonly uploadDir: string,
     private readonly content: ContentRepository,
     private readonly owners: OwnerTransactions,
+    private readonly usage: UsageRepository,
   ) {}
 
   async run(options: FsckOptions = DEFAULT_FSCK_OPTIONS): Promise<FsckReport> {
-    const report: FsckReport = { files: 0, resources: 0, orphans: [], missing: [], repaired: null };
+    const report: FsckReport = { files: 0, resources: 0, orphans: [], missing: [], usageDrift: [], repaired: null };
     await this.findOrphans(options, report);
     await this.findMissing(report);
-    if (options.repair) report.repaired = { orphansRemoved: await this.removeOrphans(report.orphans), contentCleared: await this.clearMissing(report.missing) };
+    if (options.repair) {
+      const orphansRemoved = await this.removeOrphans(report.orphans);
+      const contentCleared = await this.clearMissing(report.missing);
+      // Last: detaching missing content moves bytes too, through the same counters.
+      const usage = await checkUsage(this.usage, this.owners, true);
+      report.usageDrift = usage.drift;
+      report.repaired = { orphansRemoved, contentCleared, usageRepaired: usage.usersRepaired };
+    } else {
+      report.usageDrift = (await checkUsage(this.usage, this.owners, false)).drift;
+    }
     return report;
   }
 

@@ -71,7 +71,7 @@ export class TrashPurger {
   private async removeFiles(purged: PurgedEntry[]): Promise<number> {
     const { removed, failed } = await removeContent(
       this.uploadDir,
-      purged.map((p) => p.storageKey),
+      purged.flatMap((p) => [p.storageKey, ...p.versionKeys]),
     );
     if (failed.length > 0) this.logger?.warn({ files: failed.length }, 'purged content could not be removed from disk; fsck --repair will');
     return removed;

@@ -40,7 +40,15 @@ export class TusStore extends FileStore {
   /** Uploads completed by their creation request, until it has answered (see `holdCompleted`). */
   private readonly completed = new Map<string, Upload>();
 
-  constructor(uploadDir: string, expiryMs: number) {
+  /**
+   * `removed` is told of every upload that leaves (completed, terminated, expired): it ends the
+   * upload's reservation in the quota (shared/quota/upload.reservations.ts).
+   */
+  constructor(
+    uploadDir: string,
+    expiryMs: number,
+    private readonly removed: (id: string) => Promise<unknown> = async () => undefined,
+  ) {
     super({ directory: tusDirectory(uploadDir), expirationPeriodInMilliseconds: expiryMs });
     this.extensions = ['creation', 'creation-with-upload', 'termination', 'expiration'];
   }
@@ -106,6 +114,7 @@ export class TusStore extends FileStore {
   override async remove(id: string): Promise<void> {
     this.hashes.delete(id);
     await Promise.all([fs.rm(this.bytesPath(id), { force: true }), fs.rm(path.join(this.directory, `${id}.json`), { force: true })]);
+    await this.removed(id);
   }
 
   /**

@@ -7,7 +7,19 @@ import type { FileSortColumn, PageResult, ResourceRecord, ResourceRepository } f
 import { invalid, notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
 import { extensionOf, normalizeName } from '../../../shared/names';
+import { ReservationRepository } from '../../../shared/db/reservation.repository';
+import type { UsageRepository } from '../../../shared/db/usage.repository';
+import type { DroppedVersion } from '../../../shared/db/version.repository';
+import { removeContent } from '../../../shared/lifecycle/content.files';
+import { cannotFit, QuotaGuard, quotaExceeded, silentQuotaObserver, type QuotaObserver } from '../../../shared/quota/quota.guard';
 import type { StagedFile } from './upload.storage';
+
+/**
+ * What a multipart body carries besides the file (boundaries, part headers, the small fields): a
+ * body whose Content-Length exceeds the room by less than this may still hold a file that fits, so
+ * it is read and decided on at the commit.
+ */
+const MULTIPART_FRAMING_BYTES = 64 * 1024;
 
 export interface ListFilesInput {
   folderId: string | null;
@@ -26,6 +38,8 @@ export interface UploadInput {
   fields: { id?: string; folderId?: string; name?: string };
   /** The SHA-256 (hex) the client declared for the bytes; a mismatch is a 400 and nothing is kept. */
   expectedSha256?: string;
+  /** The resumable upload these bytes come from: its reservation ends in the transaction that commits them. */
+  uploadId?: string;
 }
 
 export const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
@@ -50,7 +64,21 @@ export class FilesService {
     private readonly resources: ResourceRepository,
     private readonly uploadDir: string,
     private readonly listing: ListingRepository,
+    private readonly usage: UsageRepository,
+    private readonly quota: QuotaObserver = silentQuotaObserver,
   ) {}
+
+  /**
+   * The early refusal of a multipart upload whose body (Content-Length) cannot fit in the quota,
+   * before a byte of it is read. Exactly decided, with the file's real size, by `upload`.
+   */
+  async checkDeclaredSize(userId: string, contentLength: number): Promise<void> {
+    const usage = await this.usage.read(userId);
+    if (usage && cannotFit(usage, { adds: Math.max(0, contentLength - MULTIPART_FRAMING_BYTES) })) {
+      this.quota.refused('declared_size');
+      throw quotaExceeded(usage, contentLength);
+    }
+  }
 
   async list(userId: string, input: ListFilesInput): Promise<PageResult<ListedFile>> {
     if (input.folderId !== null) await this.requireFolder(userId, input.folderId);
@@ -95,6 +123,7 @@ export class FilesService {
   async upload(input: UploadInput): Promise<ResourceRecord> {
     const { staged, userId, deviceId, fields } = input;
     let placed: string | undefined;
+    let dropped: DroppedVersion[] = [];
     try {
       if (input.expectedSha256 !== undefined && input.expectedSha256 !== staged.sha256) {
         throw invalid('the file does not match the sha256 declared for it', { field: 'sha256' });
@@ -121,19 +150,26 @@ export class FilesService {
         updatedAt: now,
         deletedAt: null,
         rev: 1,
+        contentAt: now,
+        contentDeviceId: deviceId,
       };
       const changeSeq = await this.owners.run(userId, async (trx, clock) => {
         const repo = this.resources.withTransaction(trx);
         if (folderId !== null && !(await repo.findActive(userId, folderId, 'folder'))) throw notFound('no such folder');
+        const reserved = input.uploadId ? await new ReservationRepository(trx).release(userId, input.uploadId) : 0;
+        const quota = new QuotaGuard(trx, this.quota);
+        await quota.admit(userId, { adds: staged.size - reserved });
         const seq = clock.next();
         await repo.insert({ ...record, changeSeq: seq });
         const target = path.join(this.uploadDir, storageKey);
         await fs.mkdir(path.dirname(target), { recursive: true });
         await fs.rename(staged.path, target);
         placed = target;
+        dropped = await quota.makeRoom(userId);
         return seq;
       });
       placed = undefined;
+      await removeContent(this.uploadDir, dropped.map((v) => v.storageKey));
       return { ...record, changeSeq };
     } finally {
       await fs.rm(staged.path, { force: true });

@@ -2,6 +2,7 @@ import type { RequestHandler, Router } from 'express';
 import type { Config } from '../../../shared/config';
 import type { ResourceRepository } from '../../../shared/db/resource.repository';
 import type { Logger } from '../../../shared/logger';
+import type { UploadReservations } from '../../../shared/quota/upload.reservations';
 import { TusStore } from '../../../shared/uploads/tus.store';
 import { RedisLocker } from './redis.locker';
 import { buildTusServer } from './tus.server';
@@ -24,13 +25,14 @@ export function createUploads(deps: {
   files: FileTarget;
   content: ContentTarget;
   resources: ResourceRepository;
+  reservations: UploadReservations;
   authenticated: RequestHandler;
   logger: Logger;
 }): UploadsModule {
   const { config, logger } = deps;
-  const store = new TusStore(config.uploadDir, config.uploadExpiryMs);
+  const store = new TusStore(config.uploadDir, config.uploadExpiryMs, (id) => deps.reservations.release(id));
   const locker = new RedisLocker({ redisUrl: config.redisUrl, prefix: config.queuePrefix }, logger);
-  const service = new UploadsService(store, deps.files, deps.content, deps.resources);
+  const service = new UploadsService(store, deps.files, deps.content, deps.resources, deps.reservations);
   const tus = buildTusServer({ store, locker, uploads: service, maxUploadBytes: config.maxUploadBytes, logger });
   return {
     router: uploadRoutes(tus, deps.authenticated),

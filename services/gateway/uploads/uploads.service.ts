@@ -2,6 +2,7 @@ import type { Upload } from '@tus/server';
 import type { ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
 import type { Principal } from '../../../shared/db/user.repository';
 import { invalid, notFound } from '../../../shared/errors';
+import type { UploadReservations } from '../../../shared/quota/upload.reservations';
 import type { TusStore } from '../../../shared/uploads/tus.store';
 import type { ContentService } from '../content/content.service';
 import type { FilesService, UploadInput } from '../files/files.service';
@@ -24,6 +25,7 @@ export class UploadsService {
     private readonly files: FileTarget,
     private readonly content: ContentTarget,
     private readonly resources: ResourceRepository,
+    private readonly reservations: UploadReservations,
   ) {}
 
   /**
@@ -40,7 +42,10 @@ export class UploadsService {
     } else if (request.folderId !== null) {
       if (!(await this.resources.findActive(principal.userId, request.folderId, 'folder'))) throw notFound('no such folder');
     }
-    return storedMetadata(upload.metadata, principal, conditions);
+    const metadata = storedMetadata(upload.metadata, principal, conditions);
+    // Last: the Upload-Length is held in the quota from now until the upload ends.
+    await this.reservations.reserve(principal.userId, upload.id, upload.size ?? 0);
+    return metadata;
   }
 
   /** The upload's owner when it is the caller's; NOT_FOUND for anything else, which hides whether it exists. */
@@ -55,7 +60,8 @@ export class UploadsService {
   /**
    * The last byte arrived: creates the file (or replaces the content) from the upload's bytes with
    * the rules and errors of POST /files (PUT /files/:id/content with fileId). Whatever happens, the
-   * upload is gone afterwards: its bytes were moved into place, or removed.
+   * upload is gone afterwards: its bytes were moved into place, or removed, and its reservation ended
+   * (in the transaction that commits the file, or by the store's removal).
    */
   async complete(upload: Upload): Promise<ResourceRecord> {
     const owner = ownerOf(upload.metadata) as UploadOwner;
@@ -72,6 +78,7 @@ export class UploadsService {
           declaredType: request.declaredType,
           ...preconditionsOf(upload.metadata),
           expectedSha256: request.sha256,
+          uploadId: upload.id,
         });
       }
       const fields: UploadInput['fields'] = { name: request.name };
@@ -85,6 +92,7 @@ export class UploadsService {
         declaredType: request.declaredType,
         fields,
         expectedSha256: request.sha256,
+        uploadId: upload.id,
       });
     } finally {
       await this.store.remove(upload.id);
