@@ -1,6 +1,6 @@
 import type { OwnerTransactions } from '../db/owner.transaction';
 import { ReservationRepository } from '../db/reservation.repository';
-import { removeContent } from '../lifecycle/content.files';
+import type { ContentStore, ResumableDataStore } from '../storage/content.store';
 import { QuotaGuard, silentQuotaObserver, type QuotaObserver } from './quota.guard';
 
 /**
@@ -13,7 +13,7 @@ export class UploadReservations {
   constructor(
     private readonly owners: OwnerTransactions,
     private readonly reservations: ReservationRepository,
-    private readonly uploadDir: string,
+    private readonly store: ContentStore,
     private readonly observer: QuotaObserver = silentQuotaObserver,
   ) {}
 
@@ -25,7 +25,8 @@ export class UploadReservations {
       await new ReservationRepository(trx).reserve(userId, uploadId, bytes, new Date());
       return quota.makeRoom(userId);
     });
-    await removeContent(this.uploadDir, dropped.map((v) => v.storageKey));
+    // Committed: what is left if a removal fails is content no row names, which fsck reports.
+    for (const v of dropped) await this.store.remove(v.storageKey).catch(() => undefined);
   }
 
   /** Ends an upload's reservation, if it still has one (termination, a failed completion, expiry). */
@@ -50,4 +51,24 @@ export class UploadReservations {
       if (!progressed || due.length < chunk) return released;
     }
   }
+}
+
+/**
+ * The resumable uploads' datastore, with every removal of an upload (completion, termination) also
+ * ending its reservation. The tus library calls `remove` itself on termination, so this is where the
+ * release cannot be forgotten; the expiry job releases by age (UploadReservations.expire).
+ */
+export function releasingOnRemove(store: ResumableDataStore, release: (uploadId: string) => Promise<unknown>): ResumableDataStore {
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === 'remove') {
+        return async (uploadId: string) => {
+          await target.remove(uploadId);
+          await release(uploadId);
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }

@@ -1,7 +1,7 @@
 import type { OwnerTransactions } from '../db/owner.transaction';
 import { VersionRepository, type DroppedVersion } from '../db/version.repository';
-import { removeContent } from '../lifecycle/content.files';
 import type { Logger } from '../logger';
+import type { ContentStore } from '../storage/content.store';
 
 export interface VersionExpiryRun {
   versionsExpired: number;
@@ -18,7 +18,7 @@ export class VersionExpiry {
   constructor(
     private readonly owners: OwnerTransactions,
     private readonly versions: VersionRepository,
-    private readonly uploadDir: string,
+    private readonly store: ContentStore,
     private readonly logger?: Logger,
   ) {}
 
@@ -49,11 +49,15 @@ export class VersionExpiry {
 
   private async discard(dropped: DroppedVersion[], run: VersionExpiryRun): Promise<void> {
     run.versionsExpired += dropped.length;
-    const { removed, failed } = await removeContent(
-      this.uploadDir,
-      dropped.map((v) => v.storageKey),
-    );
-    run.filesRemoved += removed;
-    if (failed.length > 0) this.logger?.warn({ files: failed.length }, 'expired versions could not be removed from the store; fsck --repair will');
+    let failed = 0;
+    for (const v of dropped) {
+      try {
+        await this.store.remove(v.storageKey);
+        run.filesRemoved++;
+      } catch {
+        failed++;
+      }
+    }
+    if (failed > 0) this.logger?.warn({ files: failed }, 'expired versions could not be removed from the store; fsck --repair will');
   }
 }
