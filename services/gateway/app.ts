@@ -12,6 +12,7 @@ import { TrashRepository } from '../../shared/db/trash.repository';
 import { ReservationRepository } from '../../shared/db/reservation.repository';
 import { UsageRepository } from '../../shared/db/usage.repository';
 import { UserRepository } from '../../shared/db/user.repository';
+import { VersionRepository } from '../../shared/db/version.repository';
 import { UploadReservations } from '../../shared/quota/upload.reservations';
 import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
 import type { ContentStore } from '../../shared/storage/content.store';
@@ -52,6 +53,8 @@ import { createUploads, type UploadsModule } from './uploads/uploads.module';
 import { storageMetrics } from './usage/usage.metrics';
 import { UsageService } from './usage/usage.service';
 import { userRoutes } from './users/users.routes';
+import { versionRoutes } from './versions/versions.routes';
+import { VersionsService } from './versions/versions.service';
 
 export interface GatewayDeps {
   config: Config;
@@ -104,6 +107,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const trashRepo = new TrashRepository(db);
   const trash = new TrashService(owners, trashRepo, new TrashPurger(owners, trashRepo, store, logger));
   const content = new ContentService(resources, writer, versionPolicy, usageRepo, quota);
+  const versions = new VersionsService(owners, resources, new VersionRepository(db), content, store);
   const reservations = new UploadReservations(owners, new ReservationRepository(db), store, quota);
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const principals = new PrincipalCache(config.authCacheMs, config.redisUrl, config.queuePrefix, logger);
@@ -174,6 +178,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(userRoutes(users, hasher, principals, authenticated, new UsageService(usageRepo, users), config.defaultQuotaBytes));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
   v1.use(trashRoutes(trash, authenticated));
+  v1.use(versionRoutes(versions, authenticated));
   app.use('/v1', v1);
 
   app.use(notFoundHandler);
