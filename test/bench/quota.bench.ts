@@ -115,9 +115,16 @@ export async function runQuota(ctx: BenchContext): Promise<ScenarioReport> {
     withQuota.push(await uploadRate(client, limited, 1024, roundMs));
   }
   const best = (xs: number[]) => Math.max(...xs);
+  const median = (xs: number[]) => {
+    const sorted = [...xs].sort((a, b) => a - b);
+    const mid = Math.floor(sorted.length / 2);
+    return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  };
   log(`quota uploads: with ${withQuota.map((x) => fmt(x)).join(', ')} / without ${without.map((x) => fmt(x)).join(', ')} per s`);
   figures.push(figure('quota', '1 KiB uploads, 8 connections', 'uploads/s with a quota', '/s', 'rate', best(withQuota), [{ name: 'no quota', value: best(without) }]));
-  rows.push(['1 KiB uploads at 8 connections', `${fmt(best(withQuota))}/s with a quota`, `${fmt(best(without))}/s without`, fmtRatio(best(withQuota), best(without), 'rate'), '≥ 0.95']);
+  rows.push(['1 KiB uploads at 8 connections (best round)', `${fmt(best(withQuota))}/s with a quota`, `${fmt(best(without))}/s without`, fmtRatio(best(withQuota), best(without), 'rate'), '≥ 0.95']);
+  // On a loaded machine single rounds swing widely: the median of the rounds is the steadier figure.
+  rows.push(['1 KiB uploads at 8 connections (median round)', `${fmt(median(withQuota))}/s with a quota`, `${fmt(median(without))}/s without`, fmtRatio(median(withQuota), median(without), 'rate'), '≥ 0.95']);
 
   // 2. Usage at 100,000 files: one primary-key read whatever the user stores.
   const files = quick ? 20_000 : 100_000;
