@@ -4,6 +4,7 @@ import type { UsageDifference, UsageRepository } from '../../shared/db/usage.rep
 import { isStagingKey, type ContentStore } from '../../shared/storage/content.store';
 import { claimStoreKnowingly, readIdentity } from '../../shared/storage/store.identity';
 import { checkUsage } from './usage.check';
+import { dropMissingVersions, findMissingVersions } from './version.check';
 
 export interface FsckOptions {
   repair: boolean;
@@ -31,10 +32,12 @@ export interface FsckReport {
   orphans: string[];
   /** Resources (active or in the trash) whose content file is missing. */
   missing: ContentHolder[];
+  /** Kept versions whose content is missing from the store (`id` is the version's). */
+  missingVersions: ContentHolder[];
   /** Byte counters of users that differ from the rows (users.*_bytes against resources, versions, reservations). */
   usageDrift: UsageDifference[];
   /** With --repair: orphans removed, resources whose content was detached (rev + 1, in the feed), users whose counters were recomputed. */
-  repaired: { orphansRemoved: number; contentCleared: number; usageRepaired: number } | null;
+  repaired: { orphansRemoved: number; contentCleared: number; versionsDropped: number; usageRepaired: number } | null;
   /** With --repair: why nothing was repaired, when so much content is missing that the store looks damaged. */
   refused?: string;
 }
@@ -49,7 +52,7 @@ export function tooManyMissing(report: Pick<FsckReport, 'missing' | 'resources'>
   return report.missing.length > 1 && report.missing.length > report.resources * MISSING_SHARE_LIMIT;
 }
 
-export const problemsFound = (r: FsckReport): boolean => r.orphans.length > 0 || r.missing.length > 0 || r.usageDrift.length > 0;
+export const problemsFound = (r: FsckReport): boolean => r.orphans.length > 0 || r.missing.length > 0 || r.missingVersions.length > 0 || r.usageDrift.length > 0;
 
 const PAGE = 1000;
 
@@ -81,9 +84,10 @@ export class Fsck {
           : `${this.store.location} is not this database's content store (its marker: ${identity.marker ?? 'none'}, expected ${identity.recorded}); nothing was checked or changed. If it is the right store and only its marker was lost, run again with --claim-store`,
       );
     }
-    const report: FsckReport = { files: 0, resources: 0, orphans: [], missing: [], usageDrift: [], repaired: null };
+    const report: FsckReport = { files: 0, resources: 0, orphans: [], missing: [], missingVersions: [], usageDrift: [], repaired: null };
     await this.findOrphans(options, report);
     await this.findMissing(report);
+    report.missingVersions = await findMissingVersions(this.store, this.content);
     if (!options.repair) {
       report.usageDrift = (await checkUsage(this.usage, this.owners, false)).drift;
       return report;
@@ -94,10 +98,11 @@ export class Fsck {
     }
     const orphansRemoved = await this.removeOrphans(report.orphans);
     const contentCleared = await this.clearMissing(report.missing);
+    const versionsDropped = await dropMissingVersions(this.store, this.owners, report.missingVersions);
     // Last: detaching missing content moves bytes too, through the same counters. Counters only.
     const usage = await checkUsage(this.usage, this.owners, true);
     report.usageDrift = usage.drift;
-    report.repaired = { orphansRemoved, contentCleared, usageRepaired: usage.usersRepaired };
+    report.repaired = { orphansRemoved, contentCleared, versionsDropped, usageRepaired: usage.usersRepaired };
     return report;
   }
 

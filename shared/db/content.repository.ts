@@ -46,6 +46,21 @@ export class ContentRepository {
     return rows.map((r) => ({ id: r.id, userId: r.user_id, storageKey: r.storage_key }));
   }
 
+  /** Kept versions, in id order after `afterId`, at most `limit` (`id` is the version's). */
+  async versionHolders(afterId: string, limit: number): Promise<ContentHolder[]> {
+    const rows = await this.db('file_versions')
+      .where('id', '>', afterId)
+      .orderBy('id')
+      .limit(limit)
+      .select<{ id: string; user_id: string; storage_key: string }[]>('id', 'user_id', 'storage_key');
+    return rows.map((r) => ({ id: r.id, userId: r.user_id, storageKey: r.storage_key }));
+  }
+
+  /** Whether the version still exists with that key. */
+  async versionHolds(id: string, storageKey: string): Promise<boolean> {
+    return (await this.db('file_versions').where({ id, storage_key: storageKey }).first('id')) !== undefined;
+  }
+
   /** The resource's storage key now (undefined when it has none any more). */
   async storageKeyOf(id: string): Promise<string | undefined> {
     const row = await this.db('resources').where({ id }).first<{ storage_key: string | null } | undefined>('storage_key');

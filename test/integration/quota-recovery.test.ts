@@ -136,3 +136,20 @@ test('fsck finds a counter that was tampered with, and --repair corrects the cou
   expect((await fsck(false)).usageDrift).toEqual([]);
   expect((await user.api.get('/v1/users/me/usage')).body).toMatchObject({ usedBytes: 321, filesBytes: 321 });
 });
+
+test('fsck reports a version whose content is gone, and --repair drops it with its bytes', async () => {
+  const user = await startGatewayAndUser();
+  const file = (await user.api.upload({}, { name: 'v.txt', content: 'first content' })).body as { id: string };
+  expect((await user.api.request('PUT', `/v1/files/${file.id}/content`, { body: Buffer.from('second') })).status).toBe(200);
+  const version = await env.db('file_versions').where({ file_id: file.id }).first();
+  await fs.rm(path.join(env.uploadDir, version.storage_key));
+
+  const found = await fsck(false);
+  expect(found.missingVersions).toEqual([{ id: version.id, userId: user.userId, storageKey: version.storage_key }]);
+
+  const repaired = await fsck(true);
+  expect(repaired.repaired).toMatchObject({ versionsDropped: 1 });
+  expect(await env.db('file_versions').where({ file_id: file.id }).select('id')).toEqual([]);
+  expect((await user.api.get('/v1/users/me/usage')).body).toMatchObject({ versionsBytes: 0, filesBytes: 6 });
+  expect(await usage().differences(user.userId)).toEqual([]);
+});
