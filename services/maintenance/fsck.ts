@@ -1,5 +1,5 @@
 import type { ContentHolder, ContentRepository } from '../../shared/db/content.repository';
-import type { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { NO_DEVICE, type OwnerTransactions } from '../../shared/db/owner.transaction';
 import type { UsageDifference, UsageRepository } from '../../shared/db/usage.repository';
 import { isStagingKey, type ContentStore } from '../../shared/storage/content.store';
 import { claimStoreKnowingly, readIdentity } from '../../shared/storage/store.identity';
@@ -157,7 +157,8 @@ export class Fsck {
   private async clearMissing(missing: ContentHolder[]): Promise<number> {
     let cleared = 0;
     for (const holder of missing) {
-      const done = await this.owners.run(holder.userId, async (trx, clock) => {
+      // An operator's repair, not a device's request: the feed shows it with deviceId "".
+      const done = await this.owners.run({ userId: holder.userId, deviceId: NO_DEVICE }, async (trx, clock) => {
         const repo = this.content.withTransaction(trx);
         if ((await repo.storageKeyOf(holder.id)) !== holder.storageKey) return false;
         if (await this.store.stat(holder.storageKey)) return false;

@@ -1,4 +1,4 @@
-import type { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { NO_DEVICE, type OwnerTransactions } from '../../shared/db/owner.transaction';
 import { UsageRepository, type UsageDifference } from '../../shared/db/usage.repository';
 
 const PAGE = 500;
@@ -24,7 +24,7 @@ export async function checkUsage(
       if (found.length === 0) continue;
       drift.push(...found);
       if (!repair) continue;
-      await owners.run(userId, async (trx) => {
+      await owners.run({ userId, deviceId: NO_DEVICE }, async (trx) => {
         const repo = new UsageRepository(trx);
         if ((await repo.differences(userId)).length > 0) {
           await repo.rebuild(userId);

@@ -1,5 +1,5 @@
 import type { ContentHolder, ContentRepository } from '../../shared/db/content.repository';
-import type { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { NO_DEVICE, type OwnerTransactions } from '../../shared/db/owner.transaction';
 import { VersionRepository } from '../../shared/db/version.repository';
 import type { ContentStore } from '../../shared/storage/content.store';
 
@@ -27,7 +27,7 @@ export async function findMissingVersions(store: ContentStore, content: ContentR
 export async function dropMissingVersions(store: ContentStore, owners: OwnerTransactions, missing: ContentHolder[]): Promise<number> {
   let dropped = 0;
   for (const holder of missing) {
-    const done = await owners.run(holder.userId, async (trx) => {
+    const done = await owners.run({ userId: holder.userId, deviceId: NO_DEVICE }, async (trx) => {
       if (await store.stat(holder.storageKey)) return 0;
       return (await new VersionRepository(trx).remove(holder.userId, [holder.id])).length;
     });

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { UsageLedger } from './usage.ledger';
+import { changeColumns, type ChangeStamp } from './owner.transaction';
 
 /** Longest IN list sent in one statement. */
 const CHUNK = 1000;
@@ -72,7 +73,7 @@ export class ContentRepository {
    * without content (no sha256, size 0), as one created by a sync op. Only while it still points at
    * `storageKey`, so content replaced meanwhile is left alone. A change like any other: rev, feed.
    */
-  async clearContent(userId: string, id: string, storageKey: string, now: Date, seq: number): Promise<boolean> {
+  async clearContent(userId: string, id: string, storageKey: string, now: Date, stamp: ChangeStamp): Promise<boolean> {
     const usage = UsageLedger.of(this.db);
     await usage.settleTrash();
     const row = await this.db('resources')
@@ -82,7 +83,7 @@ export class ContentRepository {
     if (!row) return false;
     const n = await this.db('resources')
       .where({ user_id: userId, id, storage_key: storageKey })
-      .update({ storage_key: null, size_bytes: 0, content_sha256: null, updated_at: now, change_seq: seq, rev: this.db.raw('rev + 1') });
+      .update({ storage_key: null, size_bytes: 0, content_sha256: null, ...changeColumns(this.db, now, stamp) });
     if (n > 0) await usage.add(userId, row.alive === 1 ? 'files' : 'trash', -Number(row.size_bytes));
     return n > 0;
   }

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { DerivedData } from './derived.hooks';
 import { translateResourceWriteError } from './errors';
-import { changeColumns } from './owner.transaction';
+import { changeColumns, type ChangeStamp } from './owner.transaction';
 import { TreeRepository } from './tree.repository';
 import { UsageLedger } from './usage.ledger';
 
@@ -25,12 +25,15 @@ export interface ResourceRecord {
   rev: number;
   /** Position of the latest change in the owner's change feed. */
   changeSeq: number;
+  /** The device whose request made the latest change; '' when none did (a scheduled purge). */
+  changeDeviceId: string;
   /** When the current content was written, and by which device (kept with it when it becomes a version). */
   contentAt?: Date | null;
   contentDeviceId?: string | null;
 }
 
-export type NewResource = Omit<ResourceRecord, 'updatedAt' | 'deletedAt' | 'rev'>;
+/** A resource to insert; its first change is stamped by the transaction's clock. */
+export type NewResource = Omit<ResourceRecord, 'updatedAt' | 'deletedAt' | 'rev' | 'changeSeq' | 'changeDeviceId'> & { change: ChangeStamp };
 
 /** New content of a file, already in place on disk under `storageKey`. */
 export interface ContentChange {
@@ -50,6 +53,7 @@ export interface ResourceState {
   parentId: string | null;
   type: ResourceType;
   deleted: boolean;
+  rev: number;
 }
 
 export type FileSortColumn = 'created_at' | 'updated_at' | 'size_bytes';
@@ -91,6 +95,7 @@ export interface ResourceRow {
   deleted_at: Date | null;
   rev: number;
   change_seq: string | number;
+  change_device_id: string;
   content_at?: Date | null;
   content_device_id?: string | null;
 }
@@ -113,6 +118,7 @@ export const COLUMNS = [
   'change_seq',
   'content_at',
   'content_device_id',
+  'change_device_id',
 ];
 
 export const toRecord = (row: ResourceRow): ResourceRecord => ({
@@ -131,6 +137,7 @@ export const toRecord = (row: ResourceRow): ResourceRecord => ({
   deletedAt: row.deleted_at,
   rev: Number(row.rev),
   changeSeq: Number(row.change_seq),
+  changeDeviceId: row.change_device_id,
   contentAt: row.content_at ?? null,
   contentDeviceId: row.content_device_id ?? null,
 });
@@ -190,7 +197,8 @@ export class ResourceRepository {
           content_sha256: r.contentSha256,
           created_at: r.createdAt,
           updated_at: r.createdAt,
-          change_seq: r.changeSeq,
+          change_seq: r.change.seq,
+          change_device_id: r.change.deviceId,
           content_at: r.storageKey ? (r.contentAt ?? r.createdAt) : null,
           content_device_id: r.storageKey ? (r.contentDeviceId ?? null) : null,
         })),
@@ -206,27 +214,27 @@ export class ResourceRepository {
     }
   }
 
-  async rename(userId: string, id: string, name: string, now: Date, seq: number): Promise<boolean> {
+  async rename(userId: string, id: string, name: string, now: Date, stamp: ChangeStamp): Promise<boolean> {
     try {
-      const update = () => this.active(userId).andWhere({ id }).update({ name, ...changeColumns(this.db, now, seq) });
+      const update = () => this.active(userId).andWhere({ id }).update({ name, ...changeColumns(this.db, now, stamp) });
       return (await this.derived.renaming(userId, [id], update)) > 0;
     } catch (err) {
       translateResourceWriteError(err);
     }
   }
 
-  async move(userId: string, id: string, parentId: string | null, now: Date, seq: number): Promise<boolean> {
+  async move(userId: string, id: string, parentId: string | null, now: Date, stamp: ChangeStamp): Promise<boolean> {
     try {
-      const update = () => this.active(userId).andWhere({ id }).update({ parent_id: parentId, ...changeColumns(this.db, now, seq) });
+      const update = () => this.active(userId).andWhere({ id }).update({ parent_id: parentId, ...changeColumns(this.db, now, stamp) });
       return (await this.derived.moving(userId, [id], update)) > 0;
     } catch (err) {
       translateResourceWriteError(err);
     }
   }
 
-  async softDeleteFile(userId: string, id: string, now: Date, seq: number): Promise<boolean> {
+  async softDeleteFile(userId: string, id: string, now: Date, stamp: ChangeStamp): Promise<boolean> {
     await this.derived.deactivating(userId, [id]);
-    const n = await this.active(userId).andWhere({ id, type: 'file' }).update({ deleted_at: now, ...changeColumns(this.db, now, seq) });
+    const n = await this.active(userId).andWhere({ id, type: 'file' }).update({ deleted_at: now, ...changeColumns(this.db, now, stamp) });
     if (n > 0) await this.usage.trashed(userId, [id]);
     return n > 0;
   }
@@ -241,7 +249,7 @@ export class ResourceRepository {
     content: ContentChange,
     replaced: Pick<ResourceRecord, 'storageKey' | 'sizeBytes'>,
     now: Date,
-    seq: number,
+    stamp: ChangeStamp,
   ): Promise<boolean> {
     const n = await this.active(userId)
       .andWhere({ id, type: 'file' })
@@ -253,7 +261,7 @@ export class ResourceRepository {
         extension: content.extension,
         content_at: now,
         content_device_id: content.deviceId,
-        ...changeColumns(this.db, now, seq),
+        ...changeColumns(this.db, now, stamp),
       });
     if (n > 0) await this.usage.add(userId, 'files', content.sizeBytes - (replaced.storageKey ? replaced.sizeBytes : 0));
     return n > 0;
@@ -263,11 +271,11 @@ export class ResourceRepository {
    * Soft-deletes a resource and, for a folder, every active descendant, all with the same timestamp.
    * The walk has no depth limit (see TreeRepository); returns the ids it deleted.
    */
-  async softDeleteTree(userId: string, rootId: string, now: Date, seq: number): Promise<string[]> {
+  async softDeleteTree(userId: string, rootId: string, now: Date, stamp: ChangeStamp): Promise<string[]> {
     const all = await new TreeRepository(this.db).activeSubtree(userId, rootId);
     await this.derived.deactivating(userId, all);
     for (let i = 0; i < all.length; i += CHUNK) {
-      await this.active(userId).whereIn('id', all.slice(i, i + CHUNK)).update({ deleted_at: now, ...changeColumns(this.db, now, seq) });
+      await this.active(userId).whereIn('id', all.slice(i, i + CHUNK)).update({ deleted_at: now, ...changeColumns(this.db, now, stamp) });
     }
     await this.usage.trashed(userId, all);
     return all;
@@ -284,15 +292,16 @@ export class ResourceRepository {
     for (let i = 0; i < ids.length; i += CHUNK) {
       const rows = await this.db('resources')
         .whereIn('id', ids.slice(i, i + CHUNK))
-        .select<{ id: string; user_id: string; parent_id: string | null; type: ResourceType; deleted_at: Date | null }[]>(
+        .select<{ id: string; user_id: string; parent_id: string | null; type: ResourceType; deleted_at: Date | null; rev: number }[]>(
           'id',
           'user_id',
           'parent_id',
           'type',
           'deleted_at',
+          'rev',
         );
       for (const r of rows) {
-        states.set(r.id, { id: r.id, userId: r.user_id, parentId: r.parent_id, type: r.type, deleted: r.deleted_at !== null });
+        states.set(r.id, { id: r.id, userId: r.user_id, parentId: r.parent_id, type: r.type, deleted: r.deleted_at !== null, rev: Number(r.rev) });
       }
     }
     return states;

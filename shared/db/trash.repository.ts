@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { translateResourceWriteError } from './errors';
 import { DerivedData } from './derived.hooks';
-import { changeColumns } from './owner.transaction';
+import { changeColumns, type ChangeStamp } from './owner.transaction';
 import { UsageLedger } from './usage.ledger';
 import { UsageRepository } from './usage.repository';
 import { VersionRepository } from './version.repository';
@@ -99,14 +99,14 @@ export class TrashRepository {
    * Makes `rootId` (moved to `parentId`) and `others` active again. A restored name that an active
    * sibling holds breaks the sibling-name key: NAME_CONFLICT, and the caller's transaction undoes all.
    */
-  async restore(userId: string, rootId: string, parentId: string | null, others: string[], now: Date, seq: number): Promise<void> {
+  async restore(userId: string, rootId: string, parentId: string | null, others: string[], now: Date, stamp: ChangeStamp): Promise<void> {
     const usage = UsageLedger.of(this.db);
     await usage.settleTrash();
     const bytes = await new UsageRepository(this.db).trashedBytes(userId, [rootId, ...others]);
     try {
-      await this.inTrash(userId).andWhere({ id: rootId }).update({ deleted_at: null, parent_id: parentId, ...changeColumns(this.db, now, seq) });
+      await this.inTrash(userId).andWhere({ id: rootId }).update({ deleted_at: null, parent_id: parentId, ...changeColumns(this.db, now, stamp) });
       for (let i = 0; i < others.length; i += CHUNK) {
-        await this.inTrash(userId).whereIn('id', others.slice(i, i + CHUNK)).update({ deleted_at: null, ...changeColumns(this.db, now, seq) });
+        await this.inTrash(userId).whereIn('id', others.slice(i, i + CHUNK)).update({ deleted_at: null, ...changeColumns(this.db, now, stamp) });
       }
     } catch (err) {
       translateResourceWriteError(err);
@@ -123,12 +123,12 @@ export class TrashRepository {
    * `deletedBefore` limits it to resources deleted before then (the retention job re-checks under lock).
    * The feed position is taken only when something is purged.
    */
-  async purge(userId: string, ids: string[], now: Date, nextSeq: () => number, deletedBefore?: Date): Promise<PurgedEntry[]> {
+  async purge(userId: string, ids: string[], now: Date, nextStamp: () => ChangeStamp, deletedBefore?: Date): Promise<PurgedEntry[]> {
     const purged: PurgedEntry[] = [];
     const usage = UsageLedger.of(this.db);
     await usage.settleTrash();
     const versions = new VersionRepository(this.db);
-    let seq: number | undefined;
+    let stamp: ChangeStamp | undefined;
     for (let i = 0; i < ids.length; i += CHUNK) {
       const matching = () => {
         const q = this.inTrash(userId).whereIn('id', ids.slice(i, i + CHUNK));
@@ -139,13 +139,13 @@ export class TrashRepository {
         .forUpdate()
         .select<{ id: string; type: string; storage_key: string | null; size_bytes: string | number }[]>('id', 'type', 'storage_key', 'size_bytes');
       if (rows.length === 0) continue;
-      seq ??= nextSeq();
+      stamp ??= nextStamp();
       await this.inTrash(userId)
         .whereIn(
           'id',
           rows.map((r) => r.id),
         )
-        .update({ purged_at: now, storage_key: null, ...changeColumns(this.db, now, seq) });
+        .update({ purged_at: now, storage_key: null, ...changeColumns(this.db, now, stamp) });
       await usage.add(
         userId,
         'trash',

@@ -1,7 +1,6 @@
-import type { OwnerTransactions } from '../db/owner.transaction';
+import { NO_DEVICE, type OwnerTransactions } from '../db/owner.transaction';
 import { ReservationRepository } from '../db/reservation.repository';
-import type { Upload } from '@tus/server';
-import type { ContentStore, ResumableDataStore } from '../storage/content.store';
+import type { ContentStore } from '../storage/content.store';
 import { QuotaGuard, silentQuotaObserver, type QuotaObserver } from './quota.guard';
 
 /**
@@ -20,7 +19,7 @@ export class UploadReservations {
 
   /** Reserves `bytes` for a new upload (507 when they do not fit); versions dropped to make room leave the store after. */
   async reserve(userId: string, uploadId: string, bytes: number): Promise<void> {
-    const dropped = await this.owners.run(userId, async (trx) => {
+    const dropped = await this.owners.run({ userId, deviceId: NO_DEVICE }, async (trx) => {
       const quota = new QuotaGuard(trx, this.observer);
       await quota.admit(userId, { adds: bytes });
       await new ReservationRepository(trx).reserve(userId, uploadId, bytes, new Date());
@@ -34,7 +33,7 @@ export class UploadReservations {
   async release(uploadId: string): Promise<number> {
     const userId = await this.reservations.ownerOf(uploadId);
     if (!userId) return 0;
-    return this.owners.run(userId, (trx) => new ReservationRepository(trx).release(userId, uploadId));
+    return this.owners.run({ userId, deviceId: NO_DEVICE }, (trx) => new ReservationRepository(trx).release(userId, uploadId));
   }
 
   /** Ends every reservation made before `cutoff` (uploads past their expiry, whatever is left of their bytes). */
@@ -45,47 +44,11 @@ export class UploadReservations {
       if (due.length === 0) return released;
       let progressed = false;
       for (const entry of due) {
-        const done = await this.owners.run(entry.userId, (trx) => new ReservationRepository(trx).release(entry.userId, entry.uploadId));
+        const done = await this.owners.run({ userId: entry.userId, deviceId: NO_DEVICE }, (trx) => new ReservationRepository(trx).release(entry.userId, entry.uploadId));
         if (done > 0 || (await this.reservations.ownerOf(entry.uploadId)) === undefined) progressed = true;
         released++;
       }
       if (!progressed || due.length < chunk) return released;
     }
   }
-}
-
-/** Told when an upload leaves the store (finished, terminated) or its creation failed, with its metadata. */
-export type UploadGone = (uploadId: string, metadata: Upload['metadata']) => Promise<void>;
-
-/**
- * The resumable uploads' datastore, telling `gone` of every upload that leaves it (completion,
- * termination: the tus library calls `remove` itself) and of every creation that failed after it was
- * admitted, so what an upload holds (its reservation in the quota, its open place) cannot be
- * forgotten. Best effort after the fact: the expiry jobs end whatever a crash left, by age.
- */
-export function whenUploadGone(store: ResumableDataStore, gone: UploadGone): ResumableDataStore {
-  const tell = (uploadId: string, metadata: Upload['metadata']) => gone(uploadId, metadata).catch(() => undefined);
-  return new Proxy(store, {
-    get(target, property) {
-      if (property === 'remove') {
-        return async (uploadId: string) => {
-          const info = await target.info(uploadId).catch(() => undefined);
-          await target.remove(uploadId);
-          await tell(uploadId, info?.metadata);
-        };
-      }
-      if (property === 'create') {
-        return async (upload: Upload) => {
-          try {
-            return await target.create(upload);
-          } catch (err) {
-            await tell(upload.id, upload.metadata);
-            throw err;
-          }
-        };
-      }
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
 }

@@ -96,8 +96,12 @@ export interface ContentHandle {
  * process), so that any gateway on the same store can continue an upload.
  */
 export interface ResumableUploads {
-  dataStore(expiryMs: number): ResumableDataStore;
+  /** `gone` is told when an upload leaves the store (finished, terminated) or its creation failed. */
+  dataStore(expiryMs: number, gone?: UploadGone): ResumableDataStore;
 }
+
+/** Told when an upload leaves the store (finished, terminated) or its creation failed, with its metadata. */
+export type UploadGone = (id: string, metadata: Upload['metadata']) => Promise<void>;
 
 /** A tus datastore, plus what the gateway and the workers need of it beyond the library's interface. */
 export interface ResumableDataStore extends DataStore {

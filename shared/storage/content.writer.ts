@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { ChangeClock, OwnerTransactions } from '../db/owner.transaction';
+import type { ChangeAuthor, ChangeClock, OwnerTransactions } from '../db/owner.transaction';
 import type { Logger } from '../logger';
 import type { ContentStore, StagedContent } from './content.store';
 
@@ -15,7 +15,8 @@ export interface ContentPlacement<T> {
 }
 
 export interface CommitInput<T> {
-  userId: string;
+  /** Whose tree changes, and the device whose request changes it. */
+  author: ChangeAuthor;
   staged: StagedContent;
   /** Checks that need no lock (a declared digest); a failure discards the staged bytes, no lock is taken. */
   check?: () => void;
@@ -46,7 +47,7 @@ export class ContentWriter {
     let consumed = false;
     try {
       input.check?.();
-      const result = await this.owners.run(input.userId, async (trx, clock) => {
+      const result = await this.owners.run(input.author, async (trx, clock) => {
         const placement = await input.decide(trx, clock);
         await this.store.place(staged, placement.key);
         consumed = true;

@@ -1,4 +1,4 @@
-import type { OwnerTransactions } from '../db/owner.transaction';
+import { NO_DEVICE, type OwnerTransactions } from '../db/owner.transaction';
 import { VersionRepository, type DroppedVersion } from '../db/version.repository';
 import type { Logger } from '../logger';
 import type { ContentStore } from '../storage/content.store';
@@ -31,14 +31,14 @@ export class VersionExpiry {
       for (const v of due) byOwner.set(v.userId, [...(byOwner.get(v.userId) ?? []), v.id]);
       let progressed = false;
       for (const [userId, ids] of byOwner) {
-        const dropped = await this.owners.run(userId, (trx) => this.versions.withTransaction(trx).remove(userId, ids));
+        const dropped = await this.owners.run({ userId, deviceId: NO_DEVICE }, (trx) => this.versions.withTransaction(trx).remove(userId, ids));
         if (dropped.length > 0) progressed = true;
         await this.discard(dropped, run);
       }
       if (!progressed) break;
     }
     for (const { userId, fileId } of await this.versions.overCap(maxVersions, chunk)) {
-      const dropped = await this.owners.run(userId, async (trx) => {
+      const dropped = await this.owners.run({ userId, deviceId: NO_DEVICE }, async (trx) => {
         const repo = this.versions.withTransaction(trx);
         return repo.remove(userId, await repo.beyond(userId, fileId, maxVersions));
       });

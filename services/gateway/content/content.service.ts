@@ -59,7 +59,7 @@ export class ContentService {
   async checkBeforeUpload(userId: string, fileId: string, conditions: ContentConditions): Promise<ResourceRecord> {
     const file = isId(fileId) ? await this.resources.findActive(userId, fileId, 'file') : undefined;
     if (!file) throw notFound('no such file');
-    checkContentConditions(file.contentSha256, conditions);
+    checkContentConditions(file, conditions);
     return file;
   }
 
@@ -83,7 +83,7 @@ export class ContentService {
   async replaceContent(input: ReplaceContentInput): Promise<ResourceRecord> {
     const { staged, userId, deviceId, fileId } = input;
     return this.writer.commit({
-      userId,
+      author: { userId, deviceId },
       staged,
       check: () => {
         if (!isId(fileId)) throw notFound('no such file');
@@ -96,7 +96,7 @@ export class ContentService {
         const repo = this.resources.withTransaction(trx);
         const file = await repo.findActive(userId, fileId, 'file');
         if (!file) throw notFound('no such file');
-        checkContentConditions(file.contentSha256, input);
+        checkContentConditions(file, input);
         // A resumable upload's bytes were reserved at its creation: they are in the quota already.
         const reserved = input.uploadId ? await new ReservationRepository(trx).release(userId, input.uploadId) : 0;
         const quota = new QuotaGuard(trx, this.quota);
@@ -110,8 +110,8 @@ export class ContentService {
           mimeType: contentMimeType(input.declaredType, file),
           extension,
         };
-        const seq = clock.next();
-        if (!(await repo.replaceContent(userId, fileId, content, file, now, seq))) throw notFound('no such file');
+        const stamp = clock.next();
+        if (!(await repo.replaceContent(userId, fileId, content, file, now, stamp))) throw notFound('no such file');
         // The replaced content stays under its key as the newest version; room is made after it.
         const dropped = await keepReplacedContent(trx, this.versions, file, now);
         dropped.push(...(await quota.makeRoom(userId)));
@@ -124,7 +124,8 @@ export class ContentService {
           extension,
           updatedAt: now,
           rev: file.rev + 1,
-          changeSeq: seq,
+          changeSeq: stamp.seq,
+          changeDeviceId: stamp.deviceId,
           contentAt: now,
           contentDeviceId: deviceId,
         };

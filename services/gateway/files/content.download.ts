@@ -74,6 +74,8 @@ export async function sendContent(req: Request, res: Response, file: ResourceRec
     res.end();
     return;
   }
+  // Settles when the response closes, sent or cut: a client that goes away stops the read, and a
+  // read that fails after the headers left cuts the response (the client sees a short body).
   const stream = content.read(range);
   await new Promise<void>((resolve) => {
     stream.once('error', () => {

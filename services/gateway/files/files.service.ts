@@ -1,6 +1,6 @@
 import mime from 'mime-types';
 import type { ListedFile, ListingRepository } from '../../../shared/db/listing.repository';
-import type { OwnerTransactions } from '../../../shared/db/owner.transaction';
+import type { ChangeAuthor, OwnerTransactions } from '../../../shared/db/owner.transaction';
 import type { FileSortColumn, PageResult, ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
 import { invalid, notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
@@ -104,9 +104,10 @@ export class FilesService {
     return file;
   }
 
-  async delete(userId: string, id: string): Promise<void> {
+  async delete(author: ChangeAuthor, id: string): Promise<void> {
+    const { userId } = author;
     if (!isId(id)) throw notFound('no such file');
-    const deleted = await this.owners.run(userId, (trx, clock) =>
+    const deleted = await this.owners.run(author, (trx, clock) =>
       this.resources.withTransaction(trx).softDeleteFile(userId, id, new Date(), clock.next()),
     );
     if (!deleted) throw notFound('no such file');
@@ -148,7 +149,7 @@ export class FilesService {
     const { staged, userId, deviceId } = input;
     let target!: { id: string; folderId: string | null; name: string; extension: string | null };
     return this.writer.commit({
-      userId,
+      author: { userId, deviceId },
       staged,
       check: () => {
         if (input.expectedSha256 !== undefined && input.expectedSha256 !== staged.sha256) {
@@ -165,7 +166,7 @@ export class FilesService {
         const quota = new QuotaGuard(trx, this.quota);
         await quota.admit(userId, { adds: staged.size - reserved });
         const now = new Date();
-        const record: ResourceRecord = {
+        const record: Omit<ResourceRecord, 'changeSeq' | 'changeDeviceId'> = {
           id,
           userId,
           parentId: folderId,
@@ -180,13 +181,17 @@ export class FilesService {
           updatedAt: now,
           deletedAt: null,
           rev: 1,
-          changeSeq: clock.next(),
           contentAt: now,
           contentDeviceId: deviceId,
         };
-        await repo.insert(record);
+        const change = clock.next();
+        await repo.insert({ ...record, change });
         const dropped = await quota.makeRoom(userId);
-        return { key: contentKey(deviceId, id, extension), droppedKeys: dropped.map((v) => v.storageKey), result: record };
+        return {
+          key: contentKey(deviceId, id, extension),
+          droppedKeys: dropped.map((v) => v.storageKey),
+          result: { ...record, changeSeq: change.seq, changeDeviceId: change.deviceId },
+        };
       },
     });
   }

@@ -2,9 +2,11 @@ import type { RequestHandler, Router } from 'express';
 import type { Config } from '../../../shared/config';
 import type { ResourceRepository } from '../../../shared/db/resource.repository';
 import type { Logger } from '../../../shared/logger';
-import { whenUploadGone, type UploadReservations } from '../../../shared/quota/upload.reservations';
+import type { UploadReservations } from '../../../shared/quota/upload.reservations';
 import type { ContentStore } from '../../../shared/storage/content.store';
+import { OpenUploads } from './open.uploads';
 import { RedisLocker } from './redis.locker';
+import { ownerOf } from './upload.metadata';
 import { buildTusServer } from './tus.server';
 import { uploadRoutes } from './uploads.routes';
 import { UploadsService, type ContentTarget, type FileTarget } from './uploads.service';
@@ -31,15 +33,26 @@ export function createUploads(deps: {
   logger: Logger;
 }): UploadsModule {
   const { config, logger } = deps;
-  // An upload that leaves (completed, terminated) or whose creation failed ends its reservation in the quota.
-  const store = whenUploadGone(deps.store.resumable.dataStore(config.uploadExpiryMs), async (id) => void (await deps.reservations.release(id)));
+  const open = new OpenUploads(
+    { redisUrl: config.redisUrl, prefix: config.queuePrefix, max: config.maxOpenUploads, expiryMs: config.uploadExpiryMs },
+    logger,
+  );
+  // An upload that leaves (completed, terminated) or whose creation failed ends its reservation in
+  // the quota and frees its open place.
+  const store = deps.store.resumable.dataStore(config.uploadExpiryMs, async (id, metadata) => {
+    await deps.reservations.release(id);
+    const owner = ownerOf(metadata);
+    if (owner) await open.release(owner.userId, id);
+  });
   const locker = new RedisLocker({ redisUrl: config.redisUrl, prefix: config.queuePrefix }, logger);
-  const service = new UploadsService(store, deps.files, deps.content, deps.resources, deps.reservations);
+  const service = new UploadsService(store, deps.files, deps.content, deps.resources, open, deps.reservations);
   const tus = buildTusServer({ store, locker, uploads: service, maxUploadBytes: config.maxUploadBytes, logger });
   return {
     router: uploadRoutes(tus, deps.authenticated),
     service,
     ready: () => locker.ready(),
-    close: () => locker.close(),
+    close: async () => {
+      await Promise.all([locker.close(), open.close()]);
+    },
   };
 }

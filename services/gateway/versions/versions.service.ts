@@ -1,4 +1,4 @@
-import type { OwnerTransactions } from '../../../shared/db/owner.transaction';
+import { NO_DEVICE, type OwnerTransactions } from '../../../shared/db/owner.transaction';
 import type { PageResult, ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
 import type { VersionRecord, VersionRepository } from '../../../shared/db/version.repository';
 import { notFound } from '../../../shared/errors';
@@ -71,7 +71,7 @@ export class VersionsService {
   /** Deletes a version; its bytes leave the store once the deletion commits. */
   async delete(userId: string, fileId: string, versionId: string): Promise<void> {
     if (!isId(fileId) || !isId(versionId)) throw noSuchVersion();
-    const dropped = await this.owners.run(userId, async (trx) => {
+    const dropped = await this.owners.run({ userId, deviceId: NO_DEVICE }, async (trx) => {
       const file = await this.resources.withTransaction(trx).findActive(userId, fileId, 'file');
       if (!file) throw notFound('no such file');
       const repo = this.versions.withTransaction(trx);

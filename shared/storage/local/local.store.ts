@@ -15,6 +15,7 @@ import {
   type StageOptions,
   type StagedContent,
   type StoredObject,
+  type UploadGone,
 } from '../content.store';
 import { HashMeter } from '../hash.meter';
 import { LocalTusStore, TUS_PREFIX } from './tus.file-store';
@@ -67,8 +68,8 @@ export class LocalContentStore implements ContentStore {
   }
 
   readonly resumable = {
-    dataStore: (expiryMs: number): ResumableDataStore => {
-      this.tus ??= new LocalTusStore(this.pathOf(TUS_PREFIX.slice(0, -1)), expiryMs);
+    dataStore: (expiryMs: number, gone?: UploadGone): ResumableDataStore => {
+      this.tus ??= new LocalTusStore(this.pathOf(TUS_PREFIX.slice(0, -1)), expiryMs, gone);
       return this.tus;
     },
   };

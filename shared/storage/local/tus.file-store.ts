@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { FileStore } from '@tus/file-store';
 import { ERRORS, Upload } from '@tus/server';
-import type { ResumableDataStore, StagedContent } from '../content.store';
+import type { ResumableDataStore, StagedContent, UploadGone } from '../content.store';
 
 /** Resumable uploads live under this key prefix of the local store: same file system, so completion is a rename. */
 export const TUS_PREFIX = '.tus/';
@@ -38,9 +38,22 @@ export class LocalTusStore extends FileStore implements ResumableDataStore {
   private readonly completed = new Map<string, Upload>();
 
   /** `directory` is the local content store's folder for TUS_PREFIX; nothing else builds it. */
-  constructor(directory: string, expiryMs: number) {
+  constructor(
+    directory: string,
+    expiryMs: number,
+    private readonly gone?: UploadGone,
+  ) {
     super({ directory, expirationPeriodInMilliseconds: expiryMs });
     this.extensions = ['creation', 'creation-with-upload', 'termination', 'expiration'];
+  }
+
+  override async create(upload: Upload): Promise<Upload> {
+    try {
+      return await super.create(upload);
+    } catch (err) {
+      await this.gone?.(upload.id, upload.metadata).catch(() => undefined);
+      throw err;
+    }
   }
 
   /**
@@ -112,7 +125,10 @@ export class LocalTusStore extends FileStore implements ResumableDataStore {
   /** Termination: removes the bytes and the info, whichever of them is still there. */
   override async remove(id: string): Promise<void> {
     this.hashes.delete(id);
+    const info = this.gone ? await this.configstore.get(id).catch(() => undefined) : undefined;
     await Promise.all([fs.rm(this.bytesPath(id), { force: true }), fs.rm(path.join(this.directory, `${id}.json`), { force: true })]);
+    // Best effort: what is not told here leaves the count when it would have expired.
+    if (info) await this.gone?.(id, info.metadata).catch(() => undefined);
   }
 
   /**
