@@ -9,9 +9,13 @@ import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ListingRepository } from '../../shared/db/listing.repository';
 import { ResourceRepository } from '../../shared/db/resource.repository';
 import { TrashRepository } from '../../shared/db/trash.repository';
+import { ReservationRepository } from '../../shared/db/reservation.repository';
+import { UsageRepository } from '../../shared/db/usage.repository';
 import { UserRepository } from '../../shared/db/user.repository';
 import { UserSlots, userWriteGate } from '../../shared/fairness/user.slots';
-import { TrashPurger } from '../../shared/lifecycle/trash.purger';
+import { VersionRepository } from '../../shared/db/version.repository';
+import { UploadReservations } from '../../shared/quota/upload.reservations';
+import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
 import type { ContentStore } from '../../shared/storage/content.store';
 import { ContentWriter } from '../../shared/storage/content.writer';
 import { createContentStore } from '../../shared/storage/store.factory';
@@ -47,7 +51,11 @@ import { trashRoutes } from './trash/trash.routes';
 import { TrashService } from './trash/trash.service';
 import { UploadStaging } from './uploads/upload.staging';
 import { createUploads, type UploadsModule } from './uploads/uploads.module';
+import { storageMetrics } from './usage/usage.metrics';
+import { UsageService } from './usage/usage.service';
 import { userRoutes } from './users/users.routes';
+import { versionRoutes } from './versions/versions.routes';
+import { VersionsService } from './versions/versions.service';
 
 export interface GatewayDeps {
   config: Config;
@@ -94,15 +102,20 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const writeSlots = new UserSlots(config.userWriteConcurrency);
   const owners = new OwnerTransactions(db, deps.changes, userWriteGate(writeSlots, config.userWriteWaitMs));
   const writer = new ContentWriter(owners, store, logger);
-  const files = new FilesService(owners, resources, writer, new ListingRepository(db), store);
+  const metrics = new GatewayMetrics(sync.queues);
+  const usageRepo = new UsageRepository(db);
+  const quota = storageMetrics(metrics.registry, usageRepo);
+  const versionPolicy = { maxVersions: config.maxVersions, retentionMs: retentionMs(config.versionRetentionDays) };
+  const files = new FilesService(owners, resources, writer, new ListingRepository(db), store, usageRepo, quota);
   const trashRepo = new TrashRepository(db);
   const trash = new TrashService(owners, trashRepo, new TrashPurger(owners, trashRepo, store, logger));
-  const content = new ContentService(resources, writer);
+  const content = new ContentService(resources, writer, versionPolicy, usageRepo, quota);
+  const versions = new VersionsService(owners, resources, new VersionRepository(db), content, store);
+  const reservations = new UploadReservations(owners, new ReservationRepository(db), store, quota);
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const principals = new PrincipalCache(config.authCacheMs, config.redisUrl, config.queuePrefix, logger);
   const authenticated = requireUser(tokens, users, principals);
-  const metrics = new GatewayMetrics(sync.queues);
-  const uploads = createUploads({ config, store, files, content, resources, authenticated, logger });
+  const uploads = createUploads({ config, store, files, content, resources, reservations, authenticated, logger });
   const limits = new RateLimits(config.redisUrl, config.queuePrefix, logger);
   const basicFailures = new FailureLimit(limits.store('admin-basic'), config.loginRateLimit, (err) =>
     logger.warn({ reason: err instanceof Error ? err.message : String(err) }, 'dashboard failure limit: Redis unavailable, not counted'),
@@ -165,9 +178,10 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
   v1.use(deviceRoutes(devices, registerLimit));
   v1.use(authRoutes(auth, loginLimits, authenticated));
-  v1.use(userRoutes(users, hasher, principals, authenticated));
+  v1.use(userRoutes(users, hasher, principals, authenticated, new UsageService(usageRepo, users), config.defaultQuotaBytes));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
   v1.use(trashRoutes(trash, authenticated));
+  v1.use(versionRoutes(versions, authenticated));
   app.use('/v1', v1);
 
   app.use(notFoundHandler);

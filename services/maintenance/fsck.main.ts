@@ -2,6 +2,7 @@ import { ConfigError, loadConfig } from '../../shared/config';
 import { ContentRepository } from '../../shared/db/content.repository';
 import { createDb } from '../../shared/db/knex';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { UsageRepository } from '../../shared/db/usage.repository';
 import { createLogger } from '../../shared/logger';
 import { RedisChangeNotifier } from '../../shared/queue/change.channel';
 import { createContentStore } from '../../shared/storage/store.factory';
@@ -37,18 +38,21 @@ async function main(): Promise<number> {
   const notifier = new RedisChangeNotifier(config.redisUrl, config.queuePrefix, createLogger('fsck', 'silent'));
   try {
     const store = createContentStore(config);
-    const fsck = new Fsck(store, new ContentRepository(db), new OwnerTransactions(db, notifier));
+    const fsck = new Fsck(store, new ContentRepository(db), new OwnerTransactions(db, notifier), new UsageRepository(db));
     const report = await fsck.run(options);
     for (const key of report.orphans) console.log(`orphan file: ${key}`);
     for (const m of report.missing) console.log(`missing content: resource ${m.id} (user ${m.userId}) expects ${m.storageKey}`);
+    for (const v of report.missingVersions) console.log(`missing content: version ${v.id} (user ${v.userId}) expects ${v.storageKey}`);
+    for (const d of report.usageDrift) console.log(`usage drift: user ${d.userId} ${d.kind}Bytes stored ${d.stored}, actual ${d.actual}`);
     console.log(`checked ${report.files} files under ${store.location} and ${report.resources} resources with content`);
     console.log(`found ${report.orphans.length} orphan files and ${report.missing.length} resources with missing content`);
+    console.log(`found ${report.missingVersions.length} versions with missing content and ${report.usageDrift.length} usage counters that differ from the stored content`);
     if (report.refused) {
       console.error(`filesync fsck: refused: ${report.refused}`);
       return 3;
     }
     if (report.repaired) {
-      console.log(`repaired: removed ${report.repaired.orphansRemoved} orphan files; detached the missing content of ${report.repaired.contentCleared} resources (they now read as files without content, rev + 1, in the change feed)`);
+      console.log(`repaired: removed ${report.repaired.orphansRemoved} orphan files; detached the missing content of ${report.repaired.contentCleared} resources (they now read as files without content, rev + 1, in the change feed); dropped ${report.repaired.versionsDropped} versions without content; recomputed the usage counters of ${report.repaired.usageRepaired} users`);
       return 0;
     }
     return problemsFound(report) ? 1 : 0;

@@ -1,7 +1,10 @@
 import type { ContentHolder, ContentRepository } from '../../shared/db/content.repository';
 import { NO_DEVICE, type OwnerTransactions } from '../../shared/db/owner.transaction';
+import type { UsageDifference, UsageRepository } from '../../shared/db/usage.repository';
 import { isStagingKey, type ContentStore } from '../../shared/storage/content.store';
 import { claimStoreKnowingly, readIdentity } from '../../shared/storage/store.identity';
+import { checkUsage } from './usage.check';
+import { dropMissingVersions, findMissingVersions } from './version.check';
 
 export interface FsckOptions {
   repair: boolean;
@@ -29,8 +32,12 @@ export interface FsckReport {
   orphans: string[];
   /** Resources (active or in the trash) whose content file is missing. */
   missing: ContentHolder[];
-  /** With --repair: orphans removed, and resources whose content was detached (rev + 1, in the feed). */
-  repaired: { orphansRemoved: number; contentCleared: number } | null;
+  /** Kept versions whose content is missing from the store (`id` is the version's). */
+  missingVersions: ContentHolder[];
+  /** Byte counters of users that differ from the rows (users.*_bytes against resources, versions, reservations). */
+  usageDrift: UsageDifference[];
+  /** With --repair: orphans removed, resources whose content was detached (rev + 1, in the feed), users whose counters were recomputed. */
+  repaired: { orphansRemoved: number; contentCleared: number; versionsDropped: number; usageRepaired: number } | null;
   /** With --repair: why nothing was repaired, when so much content is missing that the store looks damaged. */
   refused?: string;
 }
@@ -45,7 +52,7 @@ export function tooManyMissing(report: Pick<FsckReport, 'missing' | 'resources'>
   return report.missing.length > 1 && report.missing.length > report.resources * MISSING_SHARE_LIMIT;
 }
 
-export const problemsFound = (r: FsckReport): boolean => r.orphans.length > 0 || r.missing.length > 0;
+export const problemsFound = (r: FsckReport): boolean => r.orphans.length > 0 || r.missing.length > 0 || r.missingVersions.length > 0 || r.usageDrift.length > 0;
 
 const PAGE = 1000;
 
@@ -60,6 +67,7 @@ export class Fsck {
     private readonly store: ContentStore,
     private readonly content: ContentRepository,
     private readonly owners: OwnerTransactions,
+    private readonly usage: UsageRepository,
   ) {}
 
   /**
@@ -76,15 +84,25 @@ export class Fsck {
           : `${this.store.location} is not this database's content store (its marker: ${identity.marker ?? 'none'}, expected ${identity.recorded}); nothing was checked or changed. If it is the right store and only its marker was lost, run again with --claim-store`,
       );
     }
-    const report: FsckReport = { files: 0, resources: 0, orphans: [], missing: [], repaired: null };
+    const report: FsckReport = { files: 0, resources: 0, orphans: [], missing: [], missingVersions: [], usageDrift: [], repaired: null };
     await this.findOrphans(options, report);
     await this.findMissing(report);
-    if (!options.repair) return report;
+    report.missingVersions = await findMissingVersions(this.store, this.content);
+    if (!options.repair) {
+      report.usageDrift = (await checkUsage(this.usage, this.owners, false)).drift;
+      return report;
+    }
     if (tooManyMissing(report) && !options.allowManyMissing) {
       report.refused = `${report.missing.length} of ${report.resources} resources have no content in the store, more than a tenth: the store looks damaged or incompletely mounted, so nothing was repaired. Fix the store and check again, or, if the content is really lost, repair with --allow-many-missing`;
       return report;
     }
-    report.repaired = { orphansRemoved: await this.removeOrphans(report.orphans), contentCleared: await this.clearMissing(report.missing) };
+    const orphansRemoved = await this.removeOrphans(report.orphans);
+    const contentCleared = await this.clearMissing(report.missing);
+    const versionsDropped = await dropMissingVersions(this.store, this.owners, report.missingVersions);
+    // Last: detaching missing content moves bytes too, through the same counters. Counters only.
+    const usage = await checkUsage(this.usage, this.owners, true);
+    report.usageDrift = usage.drift;
+    report.repaired = { orphansRemoved, contentCleared, versionsDropped, usageRepaired: usage.usersRepaired };
     return report;
   }
 

@@ -2,12 +2,17 @@ import { Queue, Worker } from 'bullmq';
 import type { Config } from '../../shared/config';
 import type { Db } from '../../shared/db/knex';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { ReservationRepository } from '../../shared/db/reservation.repository';
 import { TrashRepository } from '../../shared/db/trash.repository';
+import { VersionRepository } from '../../shared/db/version.repository';
+import { UploadReservations } from '../../shared/quota/upload.reservations';
+import { VersionExpiry } from '../../shared/versions/version.expiry';
 import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
 import type { Logger } from '../../shared/logger';
 import { RedisChangeNotifier } from '../../shared/queue/change.channel';
 import {
   EXPIRE_UPLOADS_JOB,
+  EXPIRE_VERSIONS_JOB,
   MAINTENANCE_JOB_OPTIONS,
   MAINTENANCE_QUEUE,
   PURGE_TRASH_JOB,
@@ -37,6 +42,9 @@ export function maintenanceTasks(config: Config, store: ContentStore, owners: Ow
   const trash = new TrashRepository(db);
   const purger = new TrashPurger(owners, trash, store, logger);
   const retention = retentionMs(config.trashRetentionDays);
+  const reservations = new UploadReservations(owners, new ReservationRepository(db), store);
+  const versions = new VersionExpiry(owners, new VersionRepository(db), store, logger);
+  const versionRetention = retentionMs(config.versionRetentionDays);
   let uploads: ResumableDataStore | undefined;
   return [
     {
@@ -49,9 +57,17 @@ export function maintenanceTasks(config: Config, store: ContentStore, owners: Ow
       name: EXPIRE_UPLOADS_JOB,
       everyMs: uploadExpirySweepMs(config.uploadExpiryMs),
       run: async () => {
-        uploads ??= store.resumable.dataStore(config.uploadExpiryMs);
-        return { uploadsRemoved: await uploads.deleteExpired() };
+        uploads ??= store.resumable.dataStore(config.uploadExpiryMs, async (id) => void (await reservations.release(id)));
+        const uploadsRemoved = await uploads.deleteExpired();
+        // Reservations outlive their uploads only after a crash; they end at the same age.
+        return { uploadsRemoved, reservationsReleased: await reservations.expire(new Date(Date.now() - config.uploadExpiryMs)) };
       },
+    },
+    {
+      // Versions replaced more than VERSION_RETENTION_DAYS ago, and beyond MAX_VERSIONS per file.
+      name: EXPIRE_VERSIONS_JOB,
+      everyMs: purgeIntervalMs(versionRetention),
+      run: async () => ({ ...(await versions.run(new Date(Date.now() - versionRetention), config.maxVersions)) }),
     },
   ];
 }

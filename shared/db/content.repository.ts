@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { UsageLedger } from './usage.ledger';
 import { changeColumns, type ChangeStamp } from './owner.transaction';
 
 /** Longest IN list sent in one statement. */
@@ -22,14 +23,15 @@ export class ContentRepository {
     return new ContentRepository(trx);
   }
 
-  /** Which of these storage keys some resource points at (ix_resources_storage). */
+  /** Which of these storage keys some resource or kept version points at (ix_resources_storage, ix_file_versions_storage). */
   async referenced(keys: string[]): Promise<Set<string>> {
     const found = new Set<string>();
     for (let i = 0; i < keys.length; i += CHUNK) {
-      const rows = await this.db('resources')
-        .whereIn('storage_key', keys.slice(i, i + CHUNK))
-        .select<{ storage_key: string }[]>('storage_key');
+      const chunk = keys.slice(i, i + CHUNK);
+      const rows = await this.db('resources').whereIn('storage_key', chunk).select<{ storage_key: string }[]>('storage_key');
       for (const r of rows) found.add(r.storage_key);
+      const versions = await this.db('file_versions').whereIn('storage_key', chunk).select<{ storage_key: string }[]>('storage_key');
+      for (const r of versions) found.add(r.storage_key);
     }
     return found;
   }
@@ -45,6 +47,21 @@ export class ContentRepository {
     return rows.map((r) => ({ id: r.id, userId: r.user_id, storageKey: r.storage_key }));
   }
 
+  /** Kept versions, in id order after `afterId`, at most `limit` (`id` is the version's). */
+  async versionHolders(afterId: string, limit: number): Promise<ContentHolder[]> {
+    const rows = await this.db('file_versions')
+      .where('id', '>', afterId)
+      .orderBy('id')
+      .limit(limit)
+      .select<{ id: string; user_id: string; storage_key: string }[]>('id', 'user_id', 'storage_key');
+    return rows.map((r) => ({ id: r.id, userId: r.user_id, storageKey: r.storage_key }));
+  }
+
+  /** Whether the version still exists with that key. */
+  async versionHolds(id: string, storageKey: string): Promise<boolean> {
+    return (await this.db('file_versions').where({ id, storage_key: storageKey }).first('id')) !== undefined;
+  }
+
   /** The resource's storage key now (undefined when it has none any more). */
   async storageKeyOf(id: string): Promise<string | undefined> {
     const row = await this.db('resources').where({ id }).first<{ storage_key: string | null } | undefined>('storage_key');
@@ -57,9 +74,17 @@ export class ContentRepository {
    * `storageKey`, so content replaced meanwhile is left alone. A change like any other: rev, feed.
    */
   async clearContent(userId: string, id: string, storageKey: string, now: Date, stamp: ChangeStamp): Promise<boolean> {
+    const usage = UsageLedger.of(this.db);
+    await usage.settleTrash();
+    const row = await this.db('resources')
+      .where({ user_id: userId, id, storage_key: storageKey })
+      .forUpdate()
+      .first<{ size_bytes: string | number; alive: number | null } | undefined>('size_bytes', 'alive');
+    if (!row) return false;
     const n = await this.db('resources')
       .where({ user_id: userId, id, storage_key: storageKey })
       .update({ storage_key: null, size_bytes: 0, content_sha256: null, ...changeColumns(this.db, now, stamp) });
+    if (n > 0) await usage.add(userId, row.alive === 1 ? 'files' : 'trash', -Number(row.size_bytes));
     return n > 0;
   }
 

@@ -3,6 +3,7 @@ import { DerivedData } from './derived.hooks';
 import { translateResourceWriteError } from './errors';
 import { changeColumns, type ChangeStamp } from './owner.transaction';
 import { TreeRepository } from './tree.repository';
+import { UsageLedger } from './usage.ledger';
 
 export type ResourceType = 'file' | 'folder';
 
@@ -26,6 +27,9 @@ export interface ResourceRecord {
   changeSeq: number;
   /** The device whose request made the latest change; '' when none did (a scheduled purge). */
   changeDeviceId: string;
+  /** When the current content was written, and by which device (kept with it when it becomes a version). */
+  contentAt?: Date | null;
+  contentDeviceId?: string | null;
 }
 
 /** A resource to insert; its first change is stamped by the transaction's clock. */
@@ -34,6 +38,8 @@ export type NewResource = Omit<ResourceRecord, 'updatedAt' | 'deletedAt' | 'rev'
 /** New content of a file, already in place on disk under `storageKey`. */
 export interface ContentChange {
   storageKey: string;
+  /** The device writing it. */
+  deviceId: string;
   sizeBytes: number;
   contentSha256: string;
   mimeType: string | null;
@@ -90,6 +96,8 @@ export interface ResourceRow {
   rev: number;
   change_seq: string | number;
   change_device_id: string;
+  content_at?: Date | null;
+  content_device_id?: string | null;
 }
 
 export const COLUMNS = [
@@ -108,6 +116,8 @@ export const COLUMNS = [
   'deleted_at',
   'rev',
   'change_seq',
+  'content_at',
+  'content_device_id',
   'change_device_id',
 ];
 
@@ -128,6 +138,8 @@ export const toRecord = (row: ResourceRow): ResourceRecord => ({
   rev: Number(row.rev),
   changeSeq: Number(row.change_seq),
   changeDeviceId: row.change_device_id,
+  contentAt: row.content_at ?? null,
+  contentDeviceId: row.content_device_id ?? null,
 });
 
 /** Longest IN list sent in one statement. */
@@ -140,9 +152,12 @@ const CHUNK = 1000;
 export class ResourceRepository {
   /** Counts and search index, kept with every write (derived.hooks.ts). */
   private readonly derived: DerivedData;
+  /** The owner's byte counters, kept with every write of content (usage.ledger.ts). */
+  private readonly usage: UsageLedger;
 
   constructor(private readonly db: Knex | Knex.Transaction) {
     this.derived = DerivedData.of(db);
+    this.usage = UsageLedger.of(db);
   }
 
   withTransaction(trx: Knex.Transaction): ResourceRepository {
@@ -184,13 +199,18 @@ export class ResourceRepository {
           updated_at: r.createdAt,
           change_seq: r.change.seq,
           change_device_id: r.change.deviceId,
+          content_at: r.storageKey ? (r.contentAt ?? r.createdAt) : null,
+          content_device_id: r.storageKey ? (r.contentDeviceId ?? null) : null,
         })),
       );
     } catch (err) {
       translateResourceWriteError(err);
     }
     for (const userId of new Set(rows.map((r) => r.userId))) {
-      await this.derived.activated(userId, rows.filter((r) => r.userId === userId && r.type === 'file').map((r) => r.id));
+      const files = rows.filter((r) => r.userId === userId && r.type === 'file');
+      await this.derived.activated(userId, files.map((r) => r.id));
+      // A file without content (created by a sync op, whatever size it declares) holds no bytes.
+      await this.usage.add(userId, 'files', files.reduce((n, r) => n + (r.storageKey ? r.sizeBytes : 0), 0));
     }
   }
 
@@ -215,11 +235,22 @@ export class ResourceRepository {
   async softDeleteFile(userId: string, id: string, now: Date, stamp: ChangeStamp): Promise<boolean> {
     await this.derived.deactivating(userId, [id]);
     const n = await this.active(userId).andWhere({ id, type: 'file' }).update({ deleted_at: now, ...changeColumns(this.db, now, stamp) });
+    if (n > 0) await this.usage.trashed(userId, [id]);
     return n > 0;
   }
 
-  /** Points an active file at new content; the caller removes the old bytes once this commits. */
-  async replaceContent(userId: string, id: string, content: ContentChange, now: Date, stamp: ChangeStamp): Promise<boolean> {
+  /**
+   * Points an active file at new content; the caller keeps or removes the old bytes once this commits.
+   * `replaced` is the content the file had, as read under the owner's lock in this transaction.
+   */
+  async replaceContent(
+    userId: string,
+    id: string,
+    content: ContentChange,
+    replaced: Pick<ResourceRecord, 'storageKey' | 'sizeBytes'>,
+    now: Date,
+    stamp: ChangeStamp,
+  ): Promise<boolean> {
     const n = await this.active(userId)
       .andWhere({ id, type: 'file' })
       .update({
@@ -228,8 +259,11 @@ export class ResourceRepository {
         content_sha256: content.contentSha256,
         mime_type: content.mimeType,
         extension: content.extension,
+        content_at: now,
+        content_device_id: content.deviceId,
         ...changeColumns(this.db, now, stamp),
       });
+    if (n > 0) await this.usage.add(userId, 'files', content.sizeBytes - (replaced.storageKey ? replaced.sizeBytes : 0));
     return n > 0;
   }
 
@@ -243,6 +277,7 @@ export class ResourceRepository {
     for (let i = 0; i < all.length; i += CHUNK) {
       await this.active(userId).whereIn('id', all.slice(i, i + CHUNK)).update({ deleted_at: now, ...changeColumns(this.db, now, stamp) });
     }
+    await this.usage.trashed(userId, all);
     return all;
   }
 

@@ -77,7 +77,8 @@ export class TrashPurger {
   private async removeFiles(purged: PurgedEntry[]): Promise<number> {
     let removed = 0;
     let failed = 0;
-    for (const { storageKey } of purged) {
+    // A purged file's versions go with it.
+    for (const storageKey of purged.flatMap((p) => [p.storageKey, ...p.versionKeys])) {
       if (!storageKey) continue;
       try {
         await this.store.remove(storageKey);

@@ -9,6 +9,8 @@ export interface ContentPlacement<T> {
   key: string;
   /** The key the rows named before, removed once the commit is done (replacement). */
   replacedKey?: string | null;
+  /** Content the rows stopped naming (dropped versions), removed once the commit is done. */
+  droppedKeys?: string[];
   result: T;
 }
 
@@ -41,7 +43,7 @@ export class ContentWriter {
   async commit<T>(input: CommitInput<T>): Promise<T> {
     const { staged } = input;
     let placed: string | undefined;
-    let replaced: string | null | undefined;
+    let replaced: (string | null | undefined)[] = [];
     let consumed = false;
     try {
       input.check?.();
@@ -50,12 +52,12 @@ export class ContentWriter {
         await this.store.place(staged, placement.key);
         consumed = true;
         placed = placement.key;
-        replaced = placement.replacedKey;
+        replaced = [placement.replacedKey, ...(placement.droppedKeys ?? [])];
         return placement.result;
       });
       placed = undefined;
       // Only once the commit is done: before that the old bytes are the ones being served.
-      if (replaced) await this.removeReplaced(replaced);
+      for (const key of replaced) if (key) await this.removeReplaced(key);
       return result;
     } finally {
       if (!consumed) await this.store.discard(staged);

@@ -15,7 +15,7 @@ const LINGER_MS = 5000;
  * the connection, and a client that is still writing could lose the answer with it; so the rest is
  * read and dropped for a little while (what servers call a lingering close), then the socket is cut.
  */
-function discardRest(req: Request): void {
+export function discardRest(req: Request): void {
   req.unpipe();
   req.resume();
   const timer = setTimeout(() => req.socket.destroy(), LINGER_MS);
@@ -48,11 +48,12 @@ export function contentRoutes(
       const expectedSha256 = declaredBodyDigest(req.headers);
       const conditions = { ifMatch: header(req, 'if-match'), ifNoneMatch: header(req, 'if-none-match') };
       // Refused before a byte is read: the absent file, the failed precondition, the declared size.
-      await content.checkBeforeUpload(userId, fileId, conditions);
+      const file = await content.checkBeforeUpload(userId, fileId, conditions);
       const length = req.headers['content-length'];
       if (length !== undefined && Number(length) > maxUploadBytes) {
         throw new AppError('FILE_TOO_LARGE', `the content is larger than the upload limit (${maxUploadBytes} bytes)`);
       }
+      if (length !== undefined && Number.isSafeInteger(Number(length))) await content.checkDeclaredSize(file, Number(length));
       const staged = await storage.stage(req, maxUploadBytes);
       const record = await content.replaceContent({
         userId,

@@ -11,6 +11,7 @@ import { contentEtag, notModified, sendContent, setContentHeaders } from './cont
 import { toFileView, toFolderView } from './files.presenter';
 import { optionalResourceId, type FilesService } from './files.service';
 import { feedNotingFileType, fileNameIsUtf8, fileTypeDeclared } from './part.headers';
+import { discardRest as refuseUnread } from '../content/content.routes';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -56,7 +57,16 @@ export function fileRoutes(
 
   const receiveUpload = (req: Request, res: Response, next: NextFunction) => {
     if (!req.is('multipart/form-data')) return next(invalid('the upload must be multipart/form-data'));
-    multipart(req, res, (err?: unknown) => next(err ? uploadError(err) : undefined));
+    const length = Number(req.headers['content-length']);
+    // Refused before the body is read when its declared length already cannot fit in the quota.
+    const declared = Number.isSafeInteger(length) && length > 0 ? files.checkDeclaredSize(principalOf(req).userId, length) : Promise.resolve();
+    declared.then(
+      () => multipart(req, res, (err?: unknown) => next(err ? uploadError(err) : undefined)),
+      (err: unknown) => {
+        refuseUnread(req);
+        next(err);
+      },
+    );
   };
 
   router.get('/files', authenticated, async (req, res) => {

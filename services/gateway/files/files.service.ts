@@ -8,6 +8,16 @@ import { extensionOf, normalizeName } from '../../../shared/names';
 import { ContentNotFoundError, type ContentHandle, type ContentStore, type StagedContent } from '../../../shared/storage/content.store';
 import { contentKey } from '../../../shared/storage/content.keys';
 import type { ContentWriter } from '../../../shared/storage/content.writer';
+import { ReservationRepository } from '../../../shared/db/reservation.repository';
+import type { UsageRepository } from '../../../shared/db/usage.repository';
+import { cannotFit, QuotaGuard, quotaExceeded, silentQuotaObserver, type QuotaObserver } from '../../../shared/quota/quota.guard';
+
+/**
+ * What a multipart body carries besides the file (boundaries, part headers, the small fields): a
+ * body whose Content-Length exceeds the room by less than this may still hold a file that fits, so
+ * it is read and decided on at the commit.
+ */
+const MULTIPART_FRAMING_BYTES = 64 * 1024;
 
 export interface ListFilesInput {
   folderId: string | null;
@@ -26,6 +36,8 @@ export interface UploadInput {
   fields: { id?: string; folderId?: string; name?: string };
   /** The SHA-256 (hex) the client declared for the bytes; a mismatch is a 400 and nothing is kept. */
   expectedSha256?: string;
+  /** The resumable upload these bytes come from: its reservation ends in the transaction that commits them. */
+  uploadId?: string;
 }
 
 export const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
@@ -61,7 +73,21 @@ export class FilesService {
     private readonly writer: ContentWriter,
     private readonly listing: ListingRepository,
     private readonly store: ContentStore,
+    private readonly usage: UsageRepository,
+    private readonly quota: QuotaObserver = silentQuotaObserver,
   ) {}
+
+  /**
+   * The early refusal of a multipart upload whose body (Content-Length) cannot fit in the quota,
+   * before a byte of it is read. Exactly decided, with the file's real size, by `upload`.
+   */
+  async checkDeclaredSize(userId: string, contentLength: number): Promise<void> {
+    const usage = await this.usage.read(userId);
+    if (usage && cannotFit(usage, { adds: Math.max(0, contentLength - MULTIPART_FRAMING_BYTES) })) {
+      this.quota.refused('declared_size');
+      throw quotaExceeded(usage, contentLength);
+    }
+  }
 
   async list(userId: string, input: ListFilesInput): Promise<PageResult<ListedFile>> {
     if (input.folderId !== null) await this.requireFolder(userId, input.folderId);
@@ -137,6 +163,10 @@ export class FilesService {
         const { id, folderId, name, extension } = target;
         const repo = this.resources.withTransaction(trx);
         if (folderId !== null && !(await repo.findActive(userId, folderId, 'folder'))) throw notFound('no such folder');
+        // A resumable upload's bytes were reserved at its creation: they are in the quota already.
+        const reserved = input.uploadId ? await new ReservationRepository(trx).release(userId, input.uploadId) : 0;
+        const quota = new QuotaGuard(trx, this.quota);
+        await quota.admit(userId, { adds: staged.size - reserved });
         const now = new Date();
         const record: Omit<ResourceRecord, 'changeSeq' | 'changeDeviceId'> = {
           id,
@@ -153,10 +183,17 @@ export class FilesService {
           updatedAt: now,
           deletedAt: null,
           rev: 1,
+          contentAt: now,
+          contentDeviceId: deviceId,
         };
         const change = clock.next();
         await repo.insert({ ...record, change });
-        return { key: contentKey(deviceId, id, extension), result: { ...record, changeSeq: change.seq, changeDeviceId: change.deviceId } };
+        const dropped = await quota.makeRoom(userId);
+        return {
+          key: contentKey(deviceId, id, extension),
+          droppedKeys: dropped.map((v) => v.storageKey),
+          result: { ...record, changeSeq: change.seq, changeDeviceId: change.deviceId },
+        };
       },
     });
   }

@@ -8,6 +8,7 @@ import { accountPaths } from './openapi/accounts.paths';
 import { components } from './openapi/components';
 import { filePaths } from './openapi/files.paths';
 import { operationPaths } from './openapi/ops.paths';
+import { quotaPaths, quotaSchemas, quotaTags, setQuotaOperation } from './openapi/quota.paths';
 import { syncPaths } from './openapi/sync.paths';
 import { trashParameters, trashPaths, trashSchemas, trashTag } from './openapi/trash.paths';
 import { uploadPaths } from './openapi/uploads.paths';
@@ -39,11 +40,14 @@ export const openapiDocument = {
     { name: 'sync', description: 'outbox synchronisation, the permission snapshot and the change feed' },
     trashTag,
     { name: 'uploads', description: 'resumable uploads over tus 1.0.0' },
+    ...quotaTags,
     { name: 'operations', description: 'health, readiness, metrics and this description' },
   ],
   paths: {
     ...accountPaths,
+    '/v1/users/{id}': { ...accountPaths['/v1/users/{id}'], patch: setQuotaOperation },
     ...filePaths,
+    ...quotaPaths,
     ...syncPaths,
     ...trashPaths,
     ...uploadPaths,
@@ -52,6 +56,6 @@ export const openapiDocument = {
   components: {
     ...components,
     parameters: trashParameters,
-    schemas: { ...components.schemas, ...trashSchemas },
+    schemas: { ...components.schemas, ...trashSchemas, ...quotaSchemas },
   },
 } as const;

@@ -2,6 +2,7 @@ import type { RequestHandler, Router } from 'express';
 import type { Config } from '../../../shared/config';
 import type { ResourceRepository } from '../../../shared/db/resource.repository';
 import type { Logger } from '../../../shared/logger';
+import type { UploadReservations } from '../../../shared/quota/upload.reservations';
 import type { ContentStore } from '../../../shared/storage/content.store';
 import { OpenUploads } from './open.uploads';
 import { RedisLocker } from './redis.locker';
@@ -27,6 +28,7 @@ export function createUploads(deps: {
   files: FileTarget;
   content: ContentTarget;
   resources: ResourceRepository;
+  reservations: UploadReservations;
   authenticated: RequestHandler;
   logger: Logger;
 }): UploadsModule {
@@ -35,12 +37,15 @@ export function createUploads(deps: {
     { redisUrl: config.redisUrl, prefix: config.queuePrefix, max: config.maxOpenUploads, expiryMs: config.uploadExpiryMs },
     logger,
   );
+  // An upload that leaves (completed, terminated) or whose creation failed ends its reservation in
+  // the quota and frees its open place.
   const store = deps.store.resumable.dataStore(config.uploadExpiryMs, async (id, metadata) => {
+    await deps.reservations.release(id);
     const owner = ownerOf(metadata);
     if (owner) await open.release(owner.userId, id);
   });
   const locker = new RedisLocker({ redisUrl: config.redisUrl, prefix: config.queuePrefix }, logger);
-  const service = new UploadsService(store, deps.files, deps.content, deps.resources, open);
+  const service = new UploadsService(store, deps.files, deps.content, deps.resources, open, deps.reservations);
   const tus = buildTusServer({ store, locker, uploads: service, maxUploadBytes: config.maxUploadBytes, logger });
   return {
     router: uploadRoutes(tus, deps.authenticated),

@@ -2,6 +2,7 @@ import type { Upload } from '@tus/server';
 import type { ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
 import type { Principal } from '../../../shared/db/user.repository';
 import { invalid, notFound } from '../../../shared/errors';
+import type { UploadReservations } from '../../../shared/quota/upload.reservations';
 import type { ResumableDataStore } from '../../../shared/storage/content.store';
 import type { ContentService } from '../content/content.service';
 import type { FilesService, UploadInput } from '../files/files.service';
@@ -24,7 +25,8 @@ export class UploadsService {
     private readonly files: FileTarget,
     private readonly content: ContentTarget,
     private readonly resources: ResourceRepository,
-    private readonly open: Pick<OpenUploads, 'admit'>,
+    private readonly open: Pick<OpenUploads, 'admit' | 'release'>,
+    private readonly reservations: UploadReservations,
   ) {}
 
   /**
@@ -44,6 +46,14 @@ export class UploadsService {
       if (!(await this.resources.findActive(principal.userId, request.folderId, 'folder'))) throw notFound('no such folder');
     }
     await this.open.admit(principal.userId, upload.id);
+    // Last: the Upload-Length is held in the quota from now until the upload ends (507 when it does
+    // not fit, and then the upload holds no open place either).
+    try {
+      await this.reservations.reserve(principal.userId, upload.id, upload.size ?? 0);
+    } catch (err) {
+      await this.open.release(principal.userId, upload.id).catch(() => undefined);
+      throw err;
+    }
     return storedMetadata(metadata, principal, conditions);
   }
 
@@ -59,7 +69,8 @@ export class UploadsService {
   /**
    * The last byte arrived: creates the file (or replaces the content) from the upload's bytes with
    * the rules and errors of POST /files (PUT /files/:id/content with fileId). Whatever happens, the
-   * upload is gone afterwards: its bytes were placed as the file's content, or removed.
+   * upload is gone afterwards: its bytes were placed as the file's content, or removed, and its
+   * reservation ended (in the transaction that commits the file, or by the store's removal).
    */
   async complete(upload: Upload): Promise<ResourceRecord> {
     const owner = ownerOf(upload.metadata) as UploadOwner;
@@ -76,6 +87,7 @@ export class UploadsService {
           declaredType: request.declaredType,
           ...preconditionsOf(upload.metadata),
           expectedSha256: request.sha256,
+          uploadId: upload.id,
         });
       }
       const fields: UploadInput['fields'] = { name: request.name };
@@ -89,6 +101,7 @@ export class UploadsService {
         declaredType: request.declaredType,
         fields,
         expectedSha256: request.sha256,
+        uploadId: upload.id,
       });
     } finally {
       await this.store.remove(upload.id);

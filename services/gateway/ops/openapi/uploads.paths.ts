@@ -1,3 +1,4 @@
+import { quotaExceeded } from './common';
 /**
  * /v1/uploads in the OpenAPI description: tus 1.0.0 (core, creation, termination, expiration).
  * Merged into the document by ../openapi.ts.
@@ -79,6 +80,7 @@ export const uploadPaths = {
           description: 'with fileId, an If-Match / If-None-Match that does not hold: details {rev, sha256} (PRECONDITION_FAILED); a missing Tus-Resumable is a 412 without details',
         },
         '413': error('Upload-Length over MAX_UPLOAD_BYTES (FILE_TOO_LARGE)'),
+        '507': quotaExceeded,
         '429': {
           description: 'the caller already has MAX_OPEN_UPLOADS unfinished uploads (RATE_LIMITED)',
           headers: { 'Retry-After': header('seconds after which a place may be free', { type: 'integer' }) },
