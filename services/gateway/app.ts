@@ -44,6 +44,17 @@ import { trashRoutes } from './trash/trash.routes';
 import { TrashService } from './trash/trash.service';
 import { createUploads, type UploadsModule } from './uploads/uploads.module';
 import { userRoutes } from './users/users.routes';
+import { AppPasswordRepository } from '../../shared/db/app-password.repository';
+import { DavRepository } from '../../shared/db/dav.repository';
+import { AppPasswordSecrets } from './app-passwords/app-password.secret';
+import { appPasswordRoutes } from './app-passwords/app-passwords.routes';
+import { AppPasswordsService } from './app-passwords/app-passwords.service';
+import { DavAuthenticator } from './dav/dav.auth';
+import { DavLockStore } from './dav/dav.locks';
+import { DAV_MOUNT } from './dav/dav.paths';
+import type { QuotaReader } from './dav/dav.request';
+import { davRouter } from './dav/dav.router';
+import { DavTree } from './dav/dav.tree';
 
 export interface GatewayDeps {
   config: Config;
@@ -105,6 +116,21 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   ];
   const registerLimit = limits.limit('register', config.registerRateLimit, clientAddress, 'too many device registrations from this address, retry later');
 
+  const appPasswords = new AppPasswordsService(new AppPasswordRepository(db), new AppPasswordSecrets(deps.jwtSecret), principals, logger);
+  const davRepo = new DavRepository(db);
+  const davLocks = new DavLockStore(config.redisUrl, config.queuePrefix, logger);
+  // Until per-user quotas exist, the used bytes are those of the active files, and no quota is reported.
+  const quota: QuotaReader = { figures: async (userId) => ({ usedBytes: await davRepo.usedBytes(userId), availableBytes: null }) };
+  const davAuth = new DavAuthenticator({
+    tokens,
+    users,
+    principals,
+    appPasswords,
+    addressFailures: new FailureLimit(limits.store('login-address'), config.loginAddressRateLimit),
+    accountFailures: new FailureLimit(limits.store('login'), config.loginRateLimit),
+  });
+  const davTree = new DavTree(davRepo, files, content, storage, sync, config.maxUploadBytes);
+
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -140,6 +166,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.use(docsRoutes());
   app.use(dashboardRoutes([...sync.queues, ...(deps.opsQueues ?? [])], adminGate.middleware()));
 
+  // WebDAV bodies are raw content or XML, read by its own handlers: it comes before any body parser.
+  app.use(DAV_MOUNT, davRouter(davAuth, { tree: davTree, locks: davLocks, repo: davRepo, quota }, logger));
+
   const v1 = express.Router();
   v1.use(recordMountPath);
   // Ahead of the body parser too, so a malformed sign-in counts as "invalid" rather than not at all.
@@ -157,6 +186,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(userRoutes(users, hasher, principals, authenticated));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
   v1.use(trashRoutes(trash, authenticated));
+  v1.use(appPasswordRoutes(appPasswords, authenticated));
   app.use('/v1', v1);
 
   app.use(notFoundHandler);
@@ -170,6 +200,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     principals,
     close: async () => {
       principals.close();
+      davLocks.close();
       await Promise.all([limits.close(), uploads.close()]);
     },
   };

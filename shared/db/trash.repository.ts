@@ -131,6 +131,11 @@ export class TrashRepository {
           rows.map((r) => r.id),
         )
         .update({ purged_at: now, storage_key: null, ...changeColumns(this.db, now, seq) });
+      // WebDAV dead properties go with the resource they describe.
+      await this.db('dav_properties').whereIn(
+        'resource_id',
+        rows.map((r) => r.id),
+      ).del();
       for (const r of rows) purged.push({ id: r.id, storageKey: r.storage_key });
     }
     return purged;

@@ -15,7 +15,7 @@ const LINGER_MS = 5000;
  * the connection, and a client that is still writing could lose the answer with it; so the rest is
  * read and dropped for a little while (what servers call a lingering close), then the socket is cut.
  */
-function discardRest(req: Request): void {
+export function discardRest(req: Request): void {
   req.unpipe();
   req.resume();
   const timer = setTimeout(() => req.socket.destroy(), LINGER_MS);

@@ -10,6 +10,8 @@ import * as widenStorageKey from './20261122000003_widen_storage_key';
 import * as createSyncBatches from './20261122000004_create_sync_batches';
 import * as createDerivedTables from './20261122000005_create_derived_tables';
 import * as backfillDerivedTables from './20261122000006_backfill_derived_tables';
+import * as createAppPasswords from './20261124000401_create_app_passwords';
+import * as createDavProperties from './20261124000402_create_dav_properties';
 
 interface Migration {
   name: string;
@@ -30,6 +32,8 @@ const MIGRATIONS: Migration[] = [
   createSyncBatches,
   createDerivedTables,
   backfillDerivedTables,
+  createAppPasswords,
+  createDavProperties,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {
