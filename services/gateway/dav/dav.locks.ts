@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import IORedis from 'ioredis';
 import type { Logger } from '../../../shared/logger';
 import { redisOptions } from '../../../shared/queue/sync.contract';
@@ -23,6 +23,13 @@ export interface DavLock {
   /** Epoch ms. */
   expiresAt: number;
 }
+
+/**
+ * A lock token: 120 random bits as an opaquelocktoken URI of 36 characters. Short on purpose: clients
+ * put a token and two 66-character ETags in one If header, and some (neon, so litmus, davfs2) cut
+ * that header at 200 bytes.
+ */
+const newLockToken = (): string => `opaquelocktoken:${randomBytes(15).toString('base64url')}`;
 
 /** Longest lock timeout granted; `Infinite` gets this too (RFC 4918 10.7 lets the server choose). */
 export const MAX_LOCK_SECONDS = 7 * 24 * 3600;
@@ -88,7 +95,7 @@ export class DavLockStore {
 
   /** Grants a new lock, or throws 423 with no-conflicting-lock naming the lock in the way. */
   async grant(userId: string, lock: Omit<DavLock, 'token' | 'expiresAt'>): Promise<DavLock> {
-    const granted: DavLock = { ...lock, token: `urn:uuid:${randomUUID()}`, expiresAt: Date.now() + lock.timeoutSeconds * 1000 };
+    const granted: DavLock = { ...lock, token: newLockToken(), expiresAt: Date.now() + lock.timeoutSeconds * 1000 };
     const conflict = (await this.call(() =>
       (this.redis as unknown as { davGrantLock: (...args: unknown[]) => Promise<string | null> }).davGrantLock(
         this.key(userId),
