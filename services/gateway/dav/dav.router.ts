@@ -5,7 +5,7 @@ import { getContent, putContent } from './content.handler';
 import { DAV_REALM, type DavAuthenticator } from './dav.auth';
 import { DavError, toDavError } from './dav.errors';
 import { DavRequest, type DavServices } from './dav.request';
-import { dav, davElement, serialize } from './dav.xml';
+import { dav, ROOT_NAMESPACES, serialize, x } from './dav.xml';
 import { lock, unlock } from './lock.handler';
 import { copyOrMove, mkcol, remove } from './namespace.handler';
 import { propfind, proppatch, XML_DECLARATION } from './properties.handler';
@@ -49,9 +49,7 @@ function sendError(req: Request, res: Response, err: unknown, logger: Logger): v
   if (e.retryAfter !== undefined) res.setHeader('Retry-After', String(e.retryAfter));
   res.status(e.status);
   if (e.condition) {
-    const body = davElement('error');
-    const condition = dav(body, e.condition);
-    for (const href of e.hrefs) dav(condition, 'href', href);
+    const body = x('D:error', [dav(e.condition, e.hrefs.map((href) => dav('href', href)))], ROOT_NAMESPACES);
     res.type('application/xml; charset=utf-8').send(XML_DECLARATION + serialize(body));
   } else if (req.method === 'HEAD') {
     res.end();

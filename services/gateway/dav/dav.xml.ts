@@ -1,7 +1,6 @@
 import type { Readable } from 'node:stream';
 import { SaxesParser } from 'saxes';
-import { fragment } from 'xmlbuilder2';
-import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces';
+import { XMLBuilder } from 'fast-xml-parser';
 import { DavError } from './dav.errors';
 
 export const DAV_NS = 'DAV:';
@@ -79,39 +78,65 @@ export function parseXml(text: string): XmlElement | undefined {
   return root;
 }
 
-/** A builder of one element of a response; serialised on its own, so a multistatus can be streamed. */
-export function davElement(local: string): XMLBuilder {
-  return fragment().ele(DAV_NS, `D:${local}`);
+/**
+ * An element or text of a response, in fast-xml-parser's ordered form: `{ name: children, ':@':
+ * attributes }` or `{ '#text': text }`, escaped as they are made. Responses are serialised element by
+ * element, so a multistatus can be streamed.
+ */
+export type XNode = { [name: string]: XNode[] | Record<string, string> | string };
+
+/*
+ * Text and attribute values are escaped here rather than by the builder, which would also turn the
+ * quotes of every ETag into `&quot;`: valid XML, but not what clients that compare ETags as they
+ * appear (and Apache's mod_dav) expect.
+ */
+const builder = new XMLBuilder({ preserveOrder: true, ignoreAttributes: false, attributeNamePrefix: '@_', suppressEmptyNode: true, processEntities: false });
+const escapeText = (value: string): string => value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escapeAttribute = (value: string): string => escapeText(value).replace(/"/g, '&quot;');
+
+/** The namespaces of a response's root: `D:` and `fs:` are declared once, there. */
+export const ROOT_NAMESPACES = { 'xmlns:D': DAV_NS, 'xmlns:fs': FS_NS };
+
+export function x(name: string, children: XNode[] = [], attrs?: Record<string, string>): XNode {
+  const node: XNode = { [name]: children };
+  if (attrs) node[':@'] = Object.fromEntries(Object.entries(attrs).map(([k, v]) => [`@_${k}`, escapeAttribute(v)]));
+  return node;
 }
 
-/** Appends `<D:local>` under `parent` and returns it. */
-export const dav = (parent: XMLBuilder, local: string, text?: string): XMLBuilder => {
-  const el = parent.ele(DAV_NS, `D:${local}`);
-  if (text !== undefined) el.txt(text);
-  return el;
-};
+export const text = (value: string): XNode => ({ '#text': escapeText(value) });
+
+/** `<D:local>`, with text or children. */
+export const dav = (local: string, content: XNode[] | string = []): XNode => x(`D:${local}`, typeof content === 'string' ? [text(content)] : content);
 
 /**
- * Appends an element named by namespace and local name (a requested or dead property). Elements
- * outside DAV: take a default namespace declaration, so no prefix of ours can clash with the client's.
+ * An element named by namespace and local name (a requested or dead property). Outside DAV: and
+ * urn:filesync it declares its namespace as the default one, so no prefix of ours can clash with the
+ * client's; `defaultNs` is the default namespace in scope where it is placed.
  */
-export function named(parent: XMLBuilder, ns: string, local: string): XMLBuilder {
-  if (ns === DAV_NS) return parent.ele(DAV_NS, `D:${local}`);
-  if (ns === FS_NS) return parent.ele(FS_NS, `fs:${local}`);
-  return parent.ele(ns === '' ? null : ns, local);
+export function named(ns: string, local: string, children: XNode[] = [], defaultNs = '', attrs: Record<string, string> = {}): XNode {
+  if (ns === DAV_NS) return x(`D:${local}`, children, Object.keys(attrs).length ? attrs : undefined);
+  if (ns === FS_NS) return x(`fs:${local}`, children, Object.keys(attrs).length ? attrs : undefined);
+  return x(local, children, ns === defaultNs ? (Object.keys(attrs).length ? attrs : undefined) : { xmlns: ns, ...attrs });
 }
 
-/** Appends a parsed element (a dead property's value, a lock owner) as it was received. */
-export function appendElement(parent: XMLBuilder, el: XmlElement): void {
-  const out = named(parent, el.ns, el.local);
-  for (const a of el.attrs) {
-    if (a.ns) out.att(a.ns, `${a.prefix || 'a'}:${a.local}`, a.value);
-    else out.att(a.local, a.value);
-  }
-  for (const c of el.children) {
-    if (typeof c === 'string') out.txt(c);
-    else appendElement(out, c);
-  }
+const XML_NS = 'http://www.w3.org/XML/1998/namespace';
+
+/** A parsed element (a dead property's value, a lock owner) as it was received, namespaces kept. */
+export function fromElement(el: XmlElement, defaultNs = ''): XNode {
+  const attrs: Record<string, string> = {};
+  el.attrs.forEach((a, i) => {
+    if (!a.ns) attrs[a.local] = a.value;
+    else if (a.ns === XML_NS) attrs[`xml:${a.local}`] = a.value;
+    else {
+      attrs[`xmlns:a${i}`] = a.ns;
+      attrs[`a${i}:${a.local}`] = a.value;
+    }
+  });
+  const inner = el.ns === DAV_NS || el.ns === FS_NS ? defaultNs : el.ns;
+  return named(el.ns, el.local, childrenOf(el, inner), defaultNs, attrs);
 }
 
-export const serialize = (b: XMLBuilder): string => b.end({ headless: true });
+/** The children of a parsed element, as nodes. */
+export const childrenOf = (el: XmlElement, defaultNs = ''): XNode[] => el.children.map((c) => (typeof c === 'string' ? text(c) : fromElement(c, defaultNs)));
+
+export const serialize = (node: XNode): string => builder.build([node]) as string;

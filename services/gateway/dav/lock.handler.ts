@@ -3,15 +3,14 @@ import type { Request } from 'express';
 import { DavError } from './dav.errors';
 import { locksCovering, lockTimeout, type DavLock } from './dav.locks';
 import { hrefOf, parentOf } from './dav.paths';
-import { writeActiveLock } from './dav.props';
+import { activeLock } from './dav.props';
 import type { DavRequest } from './dav.request';
 import { folderIdOf, isCollection } from './dav.tree';
-import { child, dav, davElement, DAV_NS, elements, parseXml, readBody, serialize } from './dav.xml';
+import { child, dav, DAV_NS, elements, parseXml, readBody, ROOT_NAMESPACES, serialize, x } from './dav.xml';
 import { XML_DECLARATION } from './properties.handler';
 
 function sendLock(r: DavRequest, lock: DavLock, status: number): void {
-  const prop = davElement('prop');
-  writeActiveLock(dav(prop, 'lockdiscovery'), lock);
+  const prop = x('D:prop', [dav('lockdiscovery', [activeLock(lock)])], ROOT_NAMESPACES);
   r.res.setHeader('Lock-Token', `<${lock.token}>`);
   r.res.status(status).type('application/xml; charset=utf-8').send(XML_DECLARATION + serialize(prop));
 }

@@ -5,11 +5,11 @@ import { hrefOf } from './dav.paths';
 import { isLiveProperty, propResponse, type PropContext, type PropName, type PropRequest } from './dav.props';
 import type { DavRequest } from './dav.request';
 import { folderIdOf, isCollection, type DavNode } from './dav.tree';
-import { child, dav, davElement, DAV_NS, elements, named, parseXml, readBody, serialize, type XmlElement } from './dav.xml';
+import { child, dav, DAV_NS, elements, named, parseXml, readBody, ROOT_NAMESPACES, serialize, x, type XmlElement, type XNode } from './dav.xml';
 
 const XML_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>\n';
 /** A multistatus is streamed: its opening and closing tags around one serialised response per resource. */
-const MULTISTATUS_OPEN = `${XML_DECLARATION}<D:multistatus xmlns:D="DAV:">`;
+const MULTISTATUS_OPEN = `${XML_DECLARATION}<D:multistatus xmlns:D="${ROOT_NAMESPACES['xmlns:D']}" xmlns:fs="${ROOT_NAMESPACES['xmlns:fs']}">`;
 const MULTISTATUS_CLOSE = '</D:multistatus>\n';
 /** Members read per query of a PROPFIND Depth 1: what is held in memory at once. */
 const PAGE = 500;
@@ -112,21 +112,19 @@ export async function proppatch(r: DavRequest): Promise<void> {
 }
 
 function sendPatchResult(r: DavRequest, segments: string[], node: DavNode, ops: PatchOp[], failures: Map<PatchOp, number>): void {
-  const multistatus = davElement('multistatus');
-  const response = dav(multistatus, 'response');
-  dav(response, 'href', hrefOf(segments, isCollection(node)));
   const byStatus = new Map<number, PatchOp[]>();
   for (const op of ops) {
     const status = failures.size === 0 ? 200 : (failures.get(op) ?? 424);
     byStatus.set(status, [...(byStatus.get(status) ?? []), op]);
   }
-  for (const [status, list] of byStatus) {
-    const propstat = dav(response, 'propstat');
-    const prop = dav(propstat, 'prop');
-    for (const op of list) named(prop, op.element.ns, op.element.local);
-    dav(propstat, 'status', statusLine(status));
-    if (status === 403) dav(dav(propstat, 'error'), 'cannot-modify-protected-property');
-  }
+  const propstats: XNode[] = [...byStatus].map(([status, list]) =>
+    dav('propstat', [
+      dav('prop', list.map((op) => named(op.element.ns, op.element.local))),
+      dav('status', statusLine(status)),
+      ...(status === 403 ? [dav('error', [dav('cannot-modify-protected-property')])] : []),
+    ]),
+  );
+  const multistatus = x('D:multistatus', [dav('response', [dav('href', hrefOf(segments, isCollection(node))), ...propstats])], ROOT_NAMESPACES);
   r.res.status(207).type('application/xml; charset=utf-8').send(XML_DECLARATION + serialize(multistatus));
 }
 
