@@ -36,6 +36,12 @@ export interface Config {
   readonly authCacheMs: number;
   /** Days a deleted resource stays restorable; fractional values allowed (tests use seconds). */
   readonly trashRetentionDays: number;
+  /** Quota of a new user in bytes; null for none (DEFAULT_QUOTA_BYTES=0). */
+  readonly defaultQuotaBytes: number | null;
+  /** Days a replaced content is kept as a version; fractional values allowed (tests use seconds). */
+  readonly versionRetentionDays: number;
+  /** Versions kept per file, the oldest dropped first; 0 keeps none. */
+  readonly maxVersions: number;
 }
 
 export class ConfigError extends Error {}
@@ -72,6 +78,9 @@ const schema = Joi.object({
   FEED_MAX_HELD_PER_USER: Joi.number().integer().min(1).default(50),
   AUTH_CACHE_MS: Joi.number().integer().min(0).max(60000).default(5000),
   TRASH_RETENTION_DAYS: Joi.number().positive().max(36500).default(30),
+  DEFAULT_QUOTA_BYTES: Joi.number().integer().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
+  VERSION_RETENTION_DAYS: Joi.number().positive().max(36500).default(30),
+  MAX_VERSIONS: Joi.number().integer().min(0).max(100000).default(50),
 })
   .and('ADMIN_USERNAME', 'ADMIN_PASSWORD')
   .unknown(true);
@@ -153,5 +162,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     feedMaxHeldPerUser: value.FEED_MAX_HELD_PER_USER,
     authCacheMs: value.AUTH_CACHE_MS,
     trashRetentionDays: value.TRASH_RETENTION_DAYS,
+    defaultQuotaBytes: value.DEFAULT_QUOTA_BYTES === 0 ? null : value.DEFAULT_QUOTA_BYTES,
+    versionRetentionDays: value.VERSION_RETENTION_DAYS,
+    maxVersions: value.MAX_VERSIONS,
   });
 }

@@ -9,8 +9,15 @@ import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ListingRepository } from '../../shared/db/listing.repository';
 import { ResourceRepository } from '../../shared/db/resource.repository';
 import { TrashRepository } from '../../shared/db/trash.repository';
+import { ReservationRepository } from '../../shared/db/reservation.repository';
+import { UsageRepository } from '../../shared/db/usage.repository';
 import { UserRepository } from '../../shared/db/user.repository';
-import { TrashPurger } from '../../shared/lifecycle/trash.purger';
+import { VersionRepository } from '../../shared/db/version.repository';
+import { UploadReservations } from '../../shared/quota/upload.reservations';
+import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
+import type { ContentStore } from '../../shared/storage/content.store';
+import { ContentWriter } from '../../shared/storage/content.writer';
+import { createContentStore } from '../../shared/storage/store.factory';
 import { newId } from '../../shared/ids';
 import type { Logger } from '../../shared/logger';
 import { requireToken, requireUser } from './auth/auth.middleware';
@@ -30,7 +37,6 @@ import { ContentService } from './content/content.service';
 import { deviceRoutes } from './devices/devices.routes';
 import { fileRoutes } from './files/files.routes';
 import { FilesService } from './files/files.service';
-import { StagingStorage } from './files/upload.storage';
 import { errorHandler, notFoundHandler, refuseDeepJson } from './http/errors.middleware';
 import { AdminGate } from './ops/dashboard.auth';
 import { dashboardRoutes } from './ops/dashboard.routes';
@@ -42,7 +48,10 @@ import { syncRoutes } from './sync/sync.routes';
 import type { SyncClient } from './sync/sync.client';
 import { trashRoutes } from './trash/trash.routes';
 import { TrashService } from './trash/trash.service';
+import { UploadStaging } from './uploads/upload.staging';
 import { createUploads, type UploadsModule } from './uploads/uploads.module';
+import { storageMetrics } from './usage/usage.metrics';
+import { UsageService } from './usage/usage.service';
 import { userRoutes } from './users/users.routes';
 import { AppPasswordRepository } from '../../shared/db/app-password.repository';
 import { DavRepository } from '../../shared/db/dav.repository';
@@ -55,6 +64,8 @@ import { DAV_MOUNT } from './dav/dav.paths';
 import type { QuotaReader } from './dav/dav.request';
 import { davRouter } from './dav/dav.router';
 import { DavTree } from './dav/dav.tree';
+import { versionRoutes } from './versions/versions.routes';
+import { VersionsService } from './versions/versions.service';
 
 export interface GatewayDeps {
   config: Config;
@@ -65,12 +76,15 @@ export interface GatewayDeps {
   logger: Logger;
   /** Queues shown on the dashboard besides the sync shards (the maintenance queue). */
   opsQueues?: Queue[];
+  /** The content store; by default the one the configuration names. */
+  store?: ContentStore;
 }
 
 export interface Gateway {
   app: Express;
   hasher: PasswordHasher;
-  storage: StagingStorage;
+  store: ContentStore;
+  storage: UploadStaging;
   metrics: GatewayMetrics;
   /** Resumable uploads; `ready()` once their lock's Redis subscription is up. */
   uploads: UploadsModule;
@@ -92,17 +106,24 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const hasher = new PasswordHasher(new ConcurrencyLimiter(config.loginConcurrency, config.loginQueueTimeoutMs));
   const tokens = new TokenService(deps.jwtSecret);
   const auth = new AuthService(users, devices, hasher, tokens);
-  const storage = new StagingStorage(config.uploadDir);
+  const store = deps.store ?? createContentStore(config);
+  const storage = new UploadStaging(store);
   const owners = new OwnerTransactions(db, deps.changes);
-  const files = new FilesService(owners, resources, config.uploadDir, new ListingRepository(db));
+  const writer = new ContentWriter(owners, store, logger);
+  const metrics = new GatewayMetrics(sync.queues);
+  const usageRepo = new UsageRepository(db);
+  const quota = storageMetrics(metrics.registry, usageRepo);
+  const versionPolicy = { maxVersions: config.maxVersions, retentionMs: retentionMs(config.versionRetentionDays) };
+  const files = new FilesService(owners, resources, writer, new ListingRepository(db), store, usageRepo, quota);
   const trashRepo = new TrashRepository(db);
-  const trash = new TrashService(owners, trashRepo, new TrashPurger(owners, trashRepo, config.uploadDir, logger));
-  const content = new ContentService(owners, resources, config.uploadDir, logger);
+  const trash = new TrashService(owners, trashRepo, new TrashPurger(owners, trashRepo, store, logger));
+  const content = new ContentService(resources, writer, versionPolicy, usageRepo, quota);
+  const versions = new VersionsService(owners, resources, new VersionRepository(db), content, store);
+  const reservations = new UploadReservations(owners, new ReservationRepository(db), store, quota);
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const principals = new PrincipalCache(config.authCacheMs, config.redisUrl, config.queuePrefix, logger);
   const authenticated = requireUser(tokens, users, principals);
-  const metrics = new GatewayMetrics(sync.queues);
-  const uploads = createUploads({ config, files, content, resources, authenticated, logger });
+  const uploads = createUploads({ config, store, files, content, resources, reservations, authenticated, logger });
   const limits = new RateLimits(config.redisUrl, config.queuePrefix, logger);
   const basicFailures = new FailureLimit(limits.store('admin-basic'), config.loginRateLimit, (err) =>
     logger.warn({ reason: err instanceof Error ? err.message : String(err) }, 'dashboard failure limit: Redis unavailable, not counted'),
@@ -119,8 +140,14 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const appPasswords = new AppPasswordsService(new AppPasswordRepository(db), new AppPasswordSecrets(deps.jwtSecret), principals, logger);
   const davRepo = new DavRepository(db);
   const davLocks = new DavLockStore(config.redisUrl, config.queuePrefix, logger);
-  // Until per-user quotas exist, the used bytes are those of the active files, and no quota is reported.
-  const quota: QuotaReader = { figures: async (userId) => ({ usedBytes: await davRepo.usedBytes(userId), availableBytes: null }) };
+  const usage = new UsageService(usageRepo, users);
+  // RFC 4331's figures from the user's byte counters: what the quota leaves, none without a quota.
+  const davQuota: QuotaReader = {
+    figures: async (userId) => {
+      const u = await usage.of(userId);
+      return { usedBytes: u.usedBytes, availableBytes: u.quotaBytes === null ? null : Math.max(0, u.quotaBytes - u.usedBytes) };
+    },
+  };
   const davAuth = new DavAuthenticator({
     tokens,
     users,
@@ -167,7 +194,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.use(dashboardRoutes([...sync.queues, ...(deps.opsQueues ?? [])], adminGate.middleware()));
 
   // WebDAV bodies are raw content or XML, read by its own handlers: it comes before any body parser.
-  app.use(DAV_MOUNT, davRouter(davAuth, { tree: davTree, locks: davLocks, repo: davRepo, quota }, logger));
+  app.use(DAV_MOUNT, davRouter(davAuth, { tree: davTree, locks: davLocks, repo: davRepo, quota: davQuota }, logger));
 
   const v1 = express.Router();
   v1.use(recordMountPath);
@@ -183,9 +210,10 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
   v1.use(deviceRoutes(devices, registerLimit));
   v1.use(authRoutes(auth, loginLimits, authenticated));
-  v1.use(userRoutes(users, hasher, principals, authenticated));
+  v1.use(userRoutes(users, hasher, principals, authenticated, usage, config.defaultQuotaBytes));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
   v1.use(trashRoutes(trash, authenticated));
+  v1.use(versionRoutes(versions, authenticated));
   v1.use(appPasswordRoutes(appPasswords, authenticated));
   app.use('/v1', v1);
 
@@ -194,6 +222,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   return {
     app,
     hasher,
+    store,
     storage,
     metrics,
     uploads,

@@ -44,6 +44,7 @@ export async function ensureInitialAdmin(config: Config, db: Db, hasher: Passwor
       passwordHash: await hasher.hash(config.admin.password),
       isAdmin: true,
       createdAt: now,
+      quotaBytes: config.defaultQuotaBytes,
     });
   } catch (err) {
     // Another gateway starting at the same time created it first.

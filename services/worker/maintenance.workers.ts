@@ -1,14 +1,18 @@
-import { promises as fs } from 'node:fs';
 import { Queue, Worker } from 'bullmq';
 import type { Config } from '../../shared/config';
 import type { Db } from '../../shared/db/knex';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { ReservationRepository } from '../../shared/db/reservation.repository';
 import { TrashRepository } from '../../shared/db/trash.repository';
+import { VersionRepository } from '../../shared/db/version.repository';
+import { releasingOnRemove, UploadReservations } from '../../shared/quota/upload.reservations';
+import { VersionExpiry } from '../../shared/versions/version.expiry';
 import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
 import type { Logger } from '../../shared/logger';
 import { RedisChangeNotifier } from '../../shared/queue/change.channel';
 import {
   EXPIRE_UPLOADS_JOB,
+  EXPIRE_VERSIONS_JOB,
   MAINTENANCE_JOB_OPTIONS,
   MAINTENANCE_QUEUE,
   PURGE_TRASH_JOB,
@@ -18,7 +22,8 @@ import {
   type MaintenanceJobResult,
 } from '../../shared/queue/maintenance.contract';
 import { redisOptions } from '../../shared/queue/sync.contract';
-import { TusStore, tusDirectory } from '../../shared/uploads/tus.store';
+import type { ContentStore, ResumableDataStore } from '../../shared/storage/content.store';
+import { createContentStore } from '../../shared/storage/store.factory';
 
 /** One scheduled housekeeping task: its job name (also its scheduler id), how often, and the work. */
 export interface MaintenanceTask {
@@ -33,11 +38,14 @@ export interface MaintenanceWorkers {
 }
 
 /** The tasks of this deployment. Another task is one more entry here and a job name in the contract. */
-export function maintenanceTasks(config: Config, owners: OwnerTransactions, db: Db, logger: Logger): MaintenanceTask[] {
+export function maintenanceTasks(config: Config, store: ContentStore, owners: OwnerTransactions, db: Db, logger: Logger): MaintenanceTask[] {
   const trash = new TrashRepository(db);
-  const purger = new TrashPurger(owners, trash, config.uploadDir, logger);
+  const purger = new TrashPurger(owners, trash, store, logger);
   const retention = retentionMs(config.trashRetentionDays);
-  let uploads: TusStore | undefined;
+  const reservations = new UploadReservations(owners, new ReservationRepository(db), store);
+  const versions = new VersionExpiry(owners, new VersionRepository(db), store, logger);
+  const versionRetention = retentionMs(config.versionRetentionDays);
+  let uploads: ResumableDataStore | undefined;
   return [
     {
       name: PURGE_TRASH_JOB,
@@ -49,14 +57,17 @@ export function maintenanceTasks(config: Config, owners: OwnerTransactions, db: 
       name: EXPIRE_UPLOADS_JOB,
       everyMs: uploadExpirySweepMs(config.uploadExpiryMs),
       run: async () => {
-        // Made once its folder is known to exist: the store's constructor creates the folder without
-        // a way to report failure, and a missing volume should fail a run, not the process.
-        if (!uploads) {
-          await fs.mkdir(tusDirectory(config.uploadDir), { recursive: true });
-          uploads = new TusStore(config.uploadDir, config.uploadExpiryMs);
-        }
-        return { uploadsRemoved: await uploads.deleteExpired() };
+        uploads ??= releasingOnRemove(store.resumable.dataStore(config.uploadExpiryMs), (id) => reservations.release(id));
+        const uploadsRemoved = await uploads.deleteExpired();
+        // Reservations outlive their uploads only after a crash; they end at the same age.
+        return { uploadsRemoved, reservationsReleased: await reservations.expire(new Date(Date.now() - config.uploadExpiryMs)) };
       },
+    },
+    {
+      // Versions replaced more than VERSION_RETENTION_DAYS ago, and beyond MAX_VERSIONS per file.
+      name: EXPIRE_VERSIONS_JOB,
+      everyMs: purgeIntervalMs(versionRetention),
+      run: async () => ({ ...(await versions.run(new Date(Date.now() - versionRetention), config.maxVersions)) }),
     },
   ];
 }
@@ -66,9 +77,14 @@ export function maintenanceTasks(config: Config, owners: OwnerTransactions, db: 
  * stand, without duplicates) and consumes the maintenance queue. A global concurrency of 1 keeps two
  * runs from overlapping across workers, though each task is safe to run twice at once anyway.
  */
-export async function startMaintenance(config: Config, db: Db, logger: Logger): Promise<MaintenanceWorkers> {
+export async function startMaintenance(
+  config: Config,
+  db: Db,
+  logger: Logger,
+  store: ContentStore = createContentStore(config),
+): Promise<MaintenanceWorkers> {
   const notifier = new RedisChangeNotifier(config.redisUrl, config.queuePrefix, logger);
-  const tasks = new Map(maintenanceTasks(config, new OwnerTransactions(db, notifier), db, logger).map((t) => [t.name, t]));
+  const tasks = new Map(maintenanceTasks(config, store, new OwnerTransactions(db, notifier), db, logger).map((t) => [t.name, t]));
   const connection = redisOptions(config.redisUrl, 'blocking');
   const queue = new Queue<MaintenanceJobData, MaintenanceJobResult>(MAINTENANCE_QUEUE, { connection, prefix: config.queuePrefix });
   try {

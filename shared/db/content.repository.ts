@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { UsageLedger } from './usage.ledger';
 
 /** Longest IN list sent in one statement. */
 const CHUNK = 1000;
@@ -11,8 +12,8 @@ export interface ContentHolder {
 }
 
 /**
- * SQL of the consistency check between rows and content files. A row holds content while its
- * storage_key is set; purged tombstones have none.
+ * SQL of the consistency check between rows and content files, and of the store's identity. A row
+ * holds content while its storage_key is set; purged tombstones have none.
  */
 export class ContentRepository {
   constructor(private readonly db: Knex | Knex.Transaction) {}
@@ -21,14 +22,15 @@ export class ContentRepository {
     return new ContentRepository(trx);
   }
 
-  /** Which of these storage keys some resource points at (ix_resources_storage). */
+  /** Which of these storage keys some resource or kept version points at (ix_resources_storage, ix_file_versions_storage). */
   async referenced(keys: string[]): Promise<Set<string>> {
     const found = new Set<string>();
     for (let i = 0; i < keys.length; i += CHUNK) {
-      const rows = await this.db('resources')
-        .whereIn('storage_key', keys.slice(i, i + CHUNK))
-        .select<{ storage_key: string }[]>('storage_key');
+      const chunk = keys.slice(i, i + CHUNK);
+      const rows = await this.db('resources').whereIn('storage_key', chunk).select<{ storage_key: string }[]>('storage_key');
       for (const r of rows) found.add(r.storage_key);
+      const versions = await this.db('file_versions').whereIn('storage_key', chunk).select<{ storage_key: string }[]>('storage_key');
+      for (const r of versions) found.add(r.storage_key);
     }
     return found;
   }
@@ -56,9 +58,35 @@ export class ContentRepository {
    * `storageKey`, so content replaced meanwhile is left alone. A change like any other: rev, feed.
    */
   async clearContent(userId: string, id: string, storageKey: string, now: Date, seq: number): Promise<boolean> {
+    const usage = UsageLedger.of(this.db);
+    await usage.settleTrash();
+    const row = await this.db('resources')
+      .where({ user_id: userId, id, storage_key: storageKey })
+      .forUpdate()
+      .first<{ size_bytes: string | number; alive: number | null } | undefined>('size_bytes', 'alive');
+    if (!row) return false;
     const n = await this.db('resources')
       .where({ user_id: userId, id, storage_key: storageKey })
       .update({ storage_key: null, size_bytes: 0, content_sha256: null, updated_at: now, change_seq: seq, rev: this.db.raw('rev + 1') });
+    if (n > 0) await usage.add(userId, row.alive === 1 ? 'files' : 'trash', -Number(row.size_bytes));
     return n > 0;
+  }
+
+  /** The content store id recorded for this database; undefined before its first start with a store. */
+  async recordedStoreId(): Promise<string | undefined> {
+    const row = await this.db('content_store').where({ singleton: 1 }).first<{ store_id: string } | undefined>('store_id');
+    return row?.store_id;
+  }
+
+  /** Records `storeId` unless an id is recorded already (another process starting at once); returns the one recorded. */
+  async recordStoreId(storeId: string): Promise<string> {
+    await this.db.raw('INSERT IGNORE INTO content_store (singleton, store_id, created_at) VALUES (1, ?, ?)', [storeId, new Date()]);
+    return (await this.recordedStoreId()) as string;
+  }
+
+  /** Storage keys of up to `limit` resources that hold content (active or in the trash). */
+  async someStorageKeys(limit: number): Promise<string[]> {
+    const rows = await this.db('resources').whereNotNull('storage_key').limit(limit).select<{ storage_key: string }[]>('storage_key');
+    return rows.map((r) => r.storage_key);
   }
 }

@@ -52,16 +52,6 @@ export class DavRepository {
     return out;
   }
 
-  /** Bytes of the owner's active files with content. */
-  async usedBytes(userId: string): Promise<number> {
-    const row = (await this.db('resources')
-      .where({ user_id: userId, type: 'file', alive: 1 })
-      .whereNotNull('storage_key')
-      .sum({ n: 'size_bytes' })
-      .first()) as { n: string | number | null } | undefined;
-    return Number(row?.n ?? 0);
-  }
-
   async properties(userId: string, resourceId: string): Promise<DeadProperty[]> {
     const rows = await this.db('dav_properties')
       .where({ user_id: userId, resource_id: resourceId })

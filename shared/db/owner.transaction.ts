@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { DerivedData } from './derived.hooks';
 import type { Db } from './knex';
+import { UsageLedger } from './usage.ledger';
 
 /**
  * Positions in one owner's change feed. They are handed out while the owner's row is locked, so the
@@ -71,7 +72,7 @@ export interface OwnerRunOptions<T> {
  * The one way to change an owner's tree: a transaction that locks the owner's row (serialising the
  * writes of one user across devices, workers and gateways), gives the work a clock for feed positions,
  * stores the clock's last position with the owner, writes the derived data that waited for the end
- * (derived.hooks.ts), and after the commit notifies the change feed.
+ * (derived.hooks.ts) and the byte counters (usage.ledger.ts), and after the commit notifies the change feed.
  */
 export class OwnerTransactions {
   constructor(
@@ -86,9 +87,13 @@ export class OwnerTransactions {
       const position = options.lockOwner ? await options.lockOwner(trx) : await lockOwnerRow(trx, userId);
       clock = new ChangeClock(userId, position ?? 0);
       const derived = DerivedData.deferWithin(trx);
+      const usage = UsageLedger.deferWithin(trx);
       const value = await work(trx, clock);
       await derived.flush();
-      if (clock.advanced) await trx('users').where({ id: userId }).update({ change_seq: clock.position });
+      // The byte counters go into the statement that stores the feed position: no extra round trip.
+      const owner: Record<string, unknown> = await usage.columns(userId);
+      if (clock.advanced) owner.change_seq = clock.position;
+      if (Object.keys(owner).length > 0) await trx('users').where({ id: userId }).update(owner);
       return value;
     });
     try {

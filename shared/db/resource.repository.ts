@@ -3,6 +3,7 @@ import { DerivedData } from './derived.hooks';
 import { translateResourceWriteError } from './errors';
 import { changeColumns } from './owner.transaction';
 import { TreeRepository } from './tree.repository';
+import { UsageLedger } from './usage.ledger';
 
 export type ResourceType = 'file' | 'folder';
 
@@ -24,6 +25,9 @@ export interface ResourceRecord {
   rev: number;
   /** Position of the latest change in the owner's change feed. */
   changeSeq: number;
+  /** When the current content was written, and by which device (kept with it when it becomes a version). */
+  contentAt?: Date | null;
+  contentDeviceId?: string | null;
 }
 
 export type NewResource = Omit<ResourceRecord, 'updatedAt' | 'deletedAt' | 'rev'>;
@@ -31,6 +35,8 @@ export type NewResource = Omit<ResourceRecord, 'updatedAt' | 'deletedAt' | 'rev'
 /** New content of a file, already in place on disk under `storageKey`. */
 export interface ContentChange {
   storageKey: string;
+  /** The device writing it. */
+  deviceId: string;
   sizeBytes: number;
   contentSha256: string;
   mimeType: string | null;
@@ -85,6 +91,8 @@ export interface ResourceRow {
   deleted_at: Date | null;
   rev: number;
   change_seq: string | number;
+  content_at?: Date | null;
+  content_device_id?: string | null;
 }
 
 export const COLUMNS = [
@@ -103,6 +111,8 @@ export const COLUMNS = [
   'deleted_at',
   'rev',
   'change_seq',
+  'content_at',
+  'content_device_id',
 ];
 
 export const toRecord = (row: ResourceRow): ResourceRecord => ({
@@ -121,6 +131,8 @@ export const toRecord = (row: ResourceRow): ResourceRecord => ({
   deletedAt: row.deleted_at,
   rev: Number(row.rev),
   changeSeq: Number(row.change_seq),
+  contentAt: row.content_at ?? null,
+  contentDeviceId: row.content_device_id ?? null,
 });
 
 /** Longest IN list sent in one statement. */
@@ -133,9 +145,12 @@ const CHUNK = 1000;
 export class ResourceRepository {
   /** Counts and search index, kept with every write (derived.hooks.ts). */
   private readonly derived: DerivedData;
+  /** The owner's byte counters, kept with every write of content (usage.ledger.ts). */
+  private readonly usage: UsageLedger;
 
   constructor(private readonly db: Knex | Knex.Transaction) {
     this.derived = DerivedData.of(db);
+    this.usage = UsageLedger.of(db);
   }
 
   withTransaction(trx: Knex.Transaction): ResourceRepository {
@@ -176,13 +191,18 @@ export class ResourceRepository {
           created_at: r.createdAt,
           updated_at: r.createdAt,
           change_seq: r.changeSeq,
+          content_at: r.storageKey ? (r.contentAt ?? r.createdAt) : null,
+          content_device_id: r.storageKey ? (r.contentDeviceId ?? null) : null,
         })),
       );
     } catch (err) {
       translateResourceWriteError(err);
     }
     for (const userId of new Set(rows.map((r) => r.userId))) {
-      await this.derived.activated(userId, rows.filter((r) => r.userId === userId && r.type === 'file').map((r) => r.id));
+      const files = rows.filter((r) => r.userId === userId && r.type === 'file');
+      await this.derived.activated(userId, files.map((r) => r.id));
+      // A file without content (created by a sync op, whatever size it declares) holds no bytes.
+      await this.usage.add(userId, 'files', files.reduce((n, r) => n + (r.storageKey ? r.sizeBytes : 0), 0));
     }
   }
 
@@ -207,11 +227,22 @@ export class ResourceRepository {
   async softDeleteFile(userId: string, id: string, now: Date, seq: number): Promise<boolean> {
     await this.derived.deactivating(userId, [id]);
     const n = await this.active(userId).andWhere({ id, type: 'file' }).update({ deleted_at: now, ...changeColumns(this.db, now, seq) });
+    if (n > 0) await this.usage.trashed(userId, [id]);
     return n > 0;
   }
 
-  /** Points an active file at new content; the caller removes the old bytes once this commits. */
-  async replaceContent(userId: string, id: string, content: ContentChange, now: Date, seq: number): Promise<boolean> {
+  /**
+   * Points an active file at new content; the caller keeps or removes the old bytes once this commits.
+   * `replaced` is the content the file had, as read under the owner's lock in this transaction.
+   */
+  async replaceContent(
+    userId: string,
+    id: string,
+    content: ContentChange,
+    replaced: Pick<ResourceRecord, 'storageKey' | 'sizeBytes'>,
+    now: Date,
+    seq: number,
+  ): Promise<boolean> {
     const n = await this.active(userId)
       .andWhere({ id, type: 'file' })
       .update({
@@ -220,8 +251,11 @@ export class ResourceRepository {
         content_sha256: content.contentSha256,
         mime_type: content.mimeType,
         extension: content.extension,
+        content_at: now,
+        content_device_id: content.deviceId,
         ...changeColumns(this.db, now, seq),
       });
+    if (n > 0) await this.usage.add(userId, 'files', content.sizeBytes - (replaced.storageKey ? replaced.sizeBytes : 0));
     return n > 0;
   }
 
@@ -235,6 +269,7 @@ export class ResourceRepository {
     for (let i = 0; i < all.length; i += CHUNK) {
       await this.active(userId).whereIn('id', all.slice(i, i + CHUNK)).update({ deleted_at: now, ...changeColumns(this.db, now, seq) });
     }
+    await this.usage.trashed(userId, all);
     return all;
   }
 

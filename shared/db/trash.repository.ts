@@ -2,6 +2,9 @@ import type { Knex } from 'knex';
 import { translateResourceWriteError } from './errors';
 import { DerivedData } from './derived.hooks';
 import { changeColumns } from './owner.transaction';
+import { UsageLedger } from './usage.ledger';
+import { UsageRepository } from './usage.repository';
+import { VersionRepository } from './version.repository';
 import { COLUMNS, toRecord, type PageResult, type ResourceRecord, type ResourceRow } from './resource.repository';
 
 /** Longest IN list sent in one statement. */
@@ -17,6 +20,8 @@ export interface ExpiredEntry {
 export interface PurgedEntry {
   id: string;
   storageKey: string | null;
+  /** Content of the versions purged with it. */
+  versionKeys: string[];
 }
 
 /**
@@ -95,6 +100,9 @@ export class TrashRepository {
    * sibling holds breaks the sibling-name key: NAME_CONFLICT, and the caller's transaction undoes all.
    */
   async restore(userId: string, rootId: string, parentId: string | null, others: string[], now: Date, seq: number): Promise<void> {
+    const usage = UsageLedger.of(this.db);
+    await usage.settleTrash();
+    const bytes = await new UsageRepository(this.db).trashedBytes(userId, [rootId, ...others]);
     try {
       await this.inTrash(userId).andWhere({ id: rootId }).update({ deleted_at: null, parent_id: parentId, ...changeColumns(this.db, now, seq) });
       for (let i = 0; i < others.length; i += CHUNK) {
@@ -105,6 +113,8 @@ export class TrashRepository {
     }
     // Restored files count in their folders and are found by search again.
     await DerivedData.of(this.db).activated(userId, [rootId, ...others]);
+    await usage.add(userId, 'trash', -bytes);
+    await usage.add(userId, 'files', bytes);
   }
 
   /**
@@ -115,6 +125,9 @@ export class TrashRepository {
    */
   async purge(userId: string, ids: string[], now: Date, nextSeq: () => number, deletedBefore?: Date): Promise<PurgedEntry[]> {
     const purged: PurgedEntry[] = [];
+    const usage = UsageLedger.of(this.db);
+    await usage.settleTrash();
+    const versions = new VersionRepository(this.db);
     let seq: number | undefined;
     for (let i = 0; i < ids.length; i += CHUNK) {
       const matching = () => {
@@ -122,7 +135,9 @@ export class TrashRepository {
         if (deletedBefore) q.andWhere('deleted_at', '<', deletedBefore);
         return q;
       };
-      const rows = await matching().forUpdate().select<{ id: string; storage_key: string | null }[]>('id', 'storage_key');
+      const rows = await matching()
+        .forUpdate()
+        .select<{ id: string; type: string; storage_key: string | null; size_bytes: string | number }[]>('id', 'type', 'storage_key', 'size_bytes');
       if (rows.length === 0) continue;
       seq ??= nextSeq();
       await this.inTrash(userId)
@@ -136,7 +151,16 @@ export class TrashRepository {
         'resource_id',
         rows.map((r) => r.id),
       ).del();
-      for (const r of rows) purged.push({ id: r.id, storageKey: r.storage_key });
+      await usage.add(
+        userId,
+        'trash',
+        -rows.reduce((n, r) => n + (r.type === 'file' && r.storage_key ? Number(r.size_bytes) : 0), 0),
+      );
+      // Purging a file purges its versions.
+      const files = rows.filter((r) => r.type === 'file').map((r) => r.id);
+      const keysOf = new Map<string, string[]>();
+      for (const v of await versions.removeOfFilesWithOwner(userId, files)) keysOf.set(v.fileId, [...(keysOf.get(v.fileId) ?? []), v.storageKey]);
+      for (const r of rows) purged.push({ id: r.id, storageKey: r.storage_key, versionKeys: keysOf.get(r.id) ?? [] });
     }
     return purged;
   }

@@ -10,9 +10,11 @@ export interface UserRecord {
   isAdmin: boolean;
   createdAt: Date;
   deletedAt: Date | null;
+  /** Null: no quota. */
+  quotaBytes: number | null;
 }
 
-export type NewUser = Omit<UserRecord, 'deletedAt'>;
+export type NewUser = Omit<UserRecord, 'deletedAt' | 'quotaBytes'> & { quotaBytes?: number | null };
 
 /** The caller behind a token: an active user on an active device. */
 export interface Principal {
@@ -30,6 +32,7 @@ interface UserRow {
   is_admin: number;
   created_at: Date;
   deleted_at: Date | null;
+  quota_bytes: string | number | null;
 }
 
 const toUser = (row: UserRow): UserRecord => ({
@@ -40,6 +43,7 @@ const toUser = (row: UserRow): UserRecord => ({
   isAdmin: Boolean(row.is_admin),
   createdAt: row.created_at,
   deletedAt: row.deleted_at,
+  quotaBytes: row.quota_bytes === null || row.quota_bytes === undefined ? null : Number(row.quota_bytes),
 });
 
 export class UserRepository {
@@ -72,6 +76,7 @@ export class UserRepository {
         is_admin: user.isAdmin,
         created_at: user.createdAt,
         updated_at: user.createdAt,
+        quota_bytes: user.quotaBytes ?? null,
       });
     } catch (err) {
       if (duplicateKey(err) === 'uq_users_username_normalized') throw nameConflict('a user with that username already exists');

@@ -11,8 +11,9 @@ export const MAINTENANCE_QUEUE = 'maintenance';
 /** Job names, also the ids of their schedulers. */
 export const PURGE_TRASH_JOB = 'purge-trash';
 export const EXPIRE_UPLOADS_JOB = 'expire-uploads';
+export const EXPIRE_VERSIONS_JOB = 'expire-versions';
 
-export type MaintenanceJobName = typeof PURGE_TRASH_JOB | typeof EXPIRE_UPLOADS_JOB;
+export type MaintenanceJobName = typeof PURGE_TRASH_JOB | typeof EXPIRE_UPLOADS_JOB | typeof EXPIRE_VERSIONS_JOB;
 
 /** Empty: a run needs nothing but the configuration of the worker that takes it. */
 export type MaintenanceJobData = Record<string, never>;

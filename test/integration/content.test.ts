@@ -57,7 +57,7 @@ async function createdBySync(name: string, mimeType?: string): Promise<string> {
 }
 
 describe('PUT /v1/files/:id/content', () => {
-  test('replaces the content: 200 with the File, rev + 1, a new storage key, the old bytes gone', async () => {
+  test('replaces the content: 200 with the File, rev + 1, a new storage key, the old bytes kept once as a version', async () => {
     const file = await uploaded('notes.txt', 'old content');
     const oldKey = (await rowOf(file.id)).storage_key as string;
 
@@ -70,7 +70,8 @@ describe('PUT /v1/files/:id/content', () => {
     expect(row.storage_key).not.toBe(oldKey);
     expect(row.storage_key).toMatch(new RegExp(`^${deviceId}/${file.id}\\.[0-9a-f]{8}\\.txt$`));
     expect(await fs.readFile(path.join(env.uploadDir, row.storage_key), 'utf8')).toBe('new content, longer');
-    await expect(fs.stat(path.join(env.uploadDir, oldKey))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await fs.readFile(path.join(env.uploadDir, oldKey), 'utf8')).toBe('old content');
+    expect(await env.db('file_versions').where({ file_id: file.id }).select('storage_key')).toEqual([{ storage_key: oldKey }]);
     const got = await api.get(`/v1/files/${file.id}/content`);
     expect(got.text).toBe('new content, longer');
     expect(got.headers.get('etag')).toBe(`"${sha256('new content, longer')}"`);
@@ -94,7 +95,9 @@ describe('PUT /v1/files/:id/content', () => {
       expect(res.body.rev).toBe(file.rev + i + 1);
     }
     expect(await rowOf(file.id)).toMatchObject({ rev: file.rev + 3, content_sha256: sha256('v4') });
-    expect((await listFilesUnder(path.join(env.uploadDir, deviceId))).filter((f) => f.startsWith(file.id))).toHaveLength(1);
+    // The current content and the three it replaced, each once.
+    expect((await listFilesUnder(path.join(env.uploadDir, deviceId))).filter((f) => f.startsWith(file.id))).toHaveLength(4);
+    expect(await env.db('file_versions').where({ file_id: file.id }).select('id')).toHaveLength(3);
   });
 
   test('an empty body is empty content', async () => {
@@ -281,7 +284,9 @@ describe('If-Match and If-None-Match', () => {
     const row = await rowOf(file.id);
     expect(row).toMatchObject({ content_sha256: sha256(bodies[winner]!), rev: file.rev + 1 });
     const mine = (await listFilesUnder(env.uploadDir)).filter((f) => f.includes(file.id));
-    expect(mine).toEqual([row.storage_key]);
+    const kept = await env.db('file_versions').where({ file_id: file.id }).select('storage_key');
+    expect(mine.sort()).toEqual([row.storage_key, ...kept.map((v: { storage_key: string }) => v.storage_key)].sort());
+    expect(kept).toHaveLength(1);
     expect(await listFilesUnder(path.join(env.uploadDir, '.staging'))).toEqual([]);
   });
 });
@@ -345,7 +350,7 @@ describe('digests (RFC 9530)', () => {
 });
 
 describe('readers and writers', () => {
-  test('a download started before a PUT gets the old bytes complete; the old file is gone afterwards', async () => {
+  test('a download started before a PUT gets the old bytes complete; the old file is kept as a version', async () => {
     const oldBytes = randomBytes(LIMIT);
     const file = await uploaded('streamed.bin', oldBytes, 'application/octet-stream');
     const oldPath = path.join(env.uploadDir, (await rowOf(file.id)).storage_key);
@@ -363,7 +368,7 @@ describe('readers and writers', () => {
     const newBytes = randomBytes(1024);
     const res = await put(file.id, newBytes);
     expect(res.status).toBe(200);
-    await expect(fs.stat(oldPath)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await env.db('file_versions').where({ storage_key: path.relative(env.uploadDir, oldPath) }).select('id')).toHaveLength(1);
 
     download.on('data', (c: Buffer) => received.push(c));
     await new Promise((resolve) => download.on('end', resolve).resume());

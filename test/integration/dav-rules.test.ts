@@ -42,6 +42,9 @@ describe('WebDAV on the API\'s rules', () => {
     expect(new Set(traces.map((t) => t.device_id))).toEqual(new Set([password.deviceId]));
     const row = await stack.env.db('resources').where({ id: file.id }).first('storage_key');
     expect(row.storage_key.startsWith(`${password.deviceId}/`)).toBe(true);
+    // The PUT over the file was the API's content replacement: the replaced bytes are kept as a version.
+    const versions = await stack.admin.get(`/v1/files/${file.id}/versions`);
+    expect(versions.body.items.map((v: { size: number; deviceId: string }) => [v.size, v.deviceId])).toEqual([[3, password.deviceId]]);
 
     expect((await dav.request('DELETE', '/dav/feed')).status).toBe(204);
     const trash = await stack.admin.get('/v1/trash?limit=100');
@@ -95,13 +98,32 @@ describe('WebDAV on the API\'s rules', () => {
     expect(infinity.text).toContain('propfind-finite-depth');
   });
 
-  test('quota-used-bytes reports the bytes of the caller\'s files', async () => {
+  test('quota-used-bytes reports the caller\'s stored bytes', async () => {
     const res = await dav.propfind('/dav/', '0', '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:quota-used-bytes/></D:prop></D:propfind>');
-    const files = await stack.admin.get('/v1/files/search?q=.&limit=1000');
+    const usage = await stack.admin.get('/v1/users/me/usage');
     expect(res.status).toBe(207);
-    const used = Number(prop(res.text, 'D:quota-used-bytes'));
-    expect(used).toBeGreaterThan(0);
-    expect(used).toBeGreaterThanOrEqual(files.body.items.reduce((n: number, f: { size: number }) => n + f.size, 0));
+    expect(Number(prop(res.text, 'D:quota-used-bytes'))).toBe(usage.body.usedBytes);
+    expect(usage.body.usedBytes).toBeGreaterThan(0);
+    // No quota: nothing to report as available.
+    expect(res.text).not.toContain('quota-available-bytes>');
+  });
+
+  test('a write over the quota is refused with 507, and the quota properties report what is left', async () => {
+    const user = await stack.admin.createUser('dav-quota');
+    expect((await stack.admin.patch(`/v1/users/${user.userId}`, { quotaBytes: 1000 })).status).toBe(200);
+    const quotaPassword = await createAppPassword(user.api, 'quota');
+    const quotaDav = new DavClient(stack.gateway.baseUrl, basic('dav-quota', quotaPassword.password));
+    expect((await quotaDav.put('/dav/fits.bin', Buffer.alloc(600))).status).toBe(201);
+    const refused = await quotaDav.put('/dav/too-much.bin', Buffer.alloc(600));
+    expect(refused.status).toBe(507);
+    expect(refused.text).toContain('quota-not-exceeded');
+    expect((await quotaDav.request('HEAD', '/dav/too-much.bin')).status).toBe(404);
+    const res = await quotaDav.propfind(
+      '/dav/',
+      '0',
+      '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:quota-used-bytes/><D:quota-available-bytes/></D:prop></D:propfind>',
+    );
+    expect([prop(res.text, 'D:quota-used-bytes'), prop(res.text, 'D:quota-available-bytes')]).toEqual(['600', '400']);
   });
 
   test('PUT: 409 without the parent collection, 413 over MAX_UPLOAD_BYTES, 412 on a stale If-Match; nothing is created', async () => {

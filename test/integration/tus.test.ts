@@ -287,7 +287,7 @@ describe('the rules of /v1/uploads', () => {
     await raw.delete(location);
   });
 
-  test('with fileId the last PATCH replaces that file’s content, as PUT /files/:id/content does: rev + 1, new bytes served, old ones gone', async () => {
+  test('with fileId the last PATCH replaces that file’s content, as PUT /files/:id/content does: rev + 1, new bytes served, old ones kept as a version', async () => {
     const created = await owner.api.upload({}, { name: 'notes.txt', content: 'old content', type: 'text/plain' });
     expect(created.status).toBe(201);
     const oldKey = (await env.db('resources').where({ id: created.body.id }).first()).storage_key as string;
@@ -299,7 +299,8 @@ describe('the rules of /v1/uploads', () => {
     expect(done.body).toMatchObject({ id: created.body.id, name: 'notes.txt', size: data.length, sha256: sha256(data), rev: 2 });
     const content = await owner.api.get(`/v1/files/${created.body.id}/content`);
     expect(content.text).toBe(data.toString());
-    await expect(fs.stat(path.join(env.uploadDir, oldKey))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await fs.readFile(path.join(env.uploadDir, oldKey), 'utf8')).toBe('old content');
+    expect(await env.db('file_versions').where({ file_id: created.body.id }).select('storage_key')).toEqual([{ storage_key: oldKey }]);
     expect(await tusFiles()).toEqual([]);
     const feed = await owner.api.get('/v1/sync/changes');
     expect(feed.body.items.find((c: { id: string }) => c.id === created.body.id)).toMatchObject({ rev: 2, sha256: sha256(data) });

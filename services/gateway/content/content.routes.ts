@@ -3,7 +3,7 @@ import { AppError } from '../../../shared/errors';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { singleParam } from '../http/request';
 import { toFileView } from '../files/files.presenter';
-import type { StagingStorage } from '../files/upload.storage';
+import type { UploadStaging } from '../uploads/upload.staging';
 import type { ContentService } from './content.service';
 import { declaredBodyDigest } from './digest';
 
@@ -35,7 +35,7 @@ function header(req: Request, name: string): string | undefined {
  */
 export function contentRoutes(
   content: ContentService,
-  storage: StagingStorage,
+  storage: UploadStaging,
   maxUploadBytes: number,
   authenticated: ReturnType<typeof requireUser>,
 ): Router {
@@ -48,11 +48,12 @@ export function contentRoutes(
       const expectedSha256 = declaredBodyDigest(req.headers);
       const conditions = { ifMatch: header(req, 'if-match'), ifNoneMatch: header(req, 'if-none-match') };
       // Refused before a byte is read: the absent file, the failed precondition, the declared size.
-      await content.checkBeforeUpload(userId, fileId, conditions);
+      const file = await content.checkBeforeUpload(userId, fileId, conditions);
       const length = req.headers['content-length'];
       if (length !== undefined && Number(length) > maxUploadBytes) {
         throw new AppError('FILE_TOO_LARGE', `the content is larger than the upload limit (${maxUploadBytes} bytes)`);
       }
+      if (length !== undefined && Number.isSafeInteger(Number(length))) await content.checkDeclaredSize(file, Number(length));
       const staged = await storage.stage(req, maxUploadBytes);
       const record = await content.replaceContent({
         userId,

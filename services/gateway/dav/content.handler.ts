@@ -1,43 +1,37 @@
 import { discardRest } from '../content/content.routes';
+import { contentEtag, notModified, sendContent, setContentHeaders } from '../files/content.download';
 import { DavError } from './dav.errors';
 import { parentOf } from './dav.paths';
-import { etagOf } from './dav.props';
 import type { DavRequest } from './dav.request';
 import { folderIdOf, isCollection } from './dav.tree';
 
-/** Reads of 1 MiB, as the API's content download does. */
-const READ_CHUNK = 1024 * 1024;
-const SEND_OPTIONS = { etag: false, lastModified: false, dotfiles: 'allow', acceptRanges: true, highWaterMark: READ_CHUNK } as const;
-
-/** GET and HEAD of a file: its bytes with Range, ETag and Last-Modified, exactly those of the API. */
+/** GET and HEAD of a file: its bytes with Range, ETag and Repr-Digest, exactly as the API's download. */
 export async function getContent(r: DavRequest): Promise<void> {
   const target = await r.resolve();
   if (!target.node) throw new DavError(404, 'nothing at this path');
-  if (isCollection(target.node) || target.node.kind === 'root') {
+  if (target.node.kind === 'root' || isCollection(target.node)) {
     r.res.setHeader('Allow', 'OPTIONS, PROPFIND, PROPPATCH, MKCOL, DELETE, COPY, MOVE, LOCK, UNLOCK');
     throw new DavError(405, 'a collection has no content; list it with PROPFIND');
   }
-  const { file, absolutePath } = await r.services.tree.contentOf(r.userId, target.node.record.id);
-  const { res } = r;
-  const etag = etagOf(target.node);
-  if (etag) res.setHeader('ETag', etag);
-  res.setHeader('Last-Modified', file.updatedAt.toUTCString());
-  res.setHeader('Cache-Control', 'private, no-cache');
-  res.type(file.mimeType || 'application/octet-stream');
-  await new Promise<void>((resolve, reject) => {
-    res.sendFile(absolutePath, SEND_OPTIONS, (err) => {
-      if (!err) return resolve();
-      if (res.headersSent) {
-        res.destroy();
-        return resolve();
-      }
-      res.removeHeader('ETag');
-      const { code, status } = err as { code?: string; status?: number };
-      if (code === 'ENOENT') return reject(new DavError(404, 'this file has no content'));
-      if (status === 416) return reject(new DavError(416, 'the requested range is not satisfiable'));
-      reject(err);
-    });
-  });
+  const { res, req } = r;
+  const record = target.node.record;
+  if (!record.storageKey) throw new DavError(404, 'this file has no content');
+  setContentHeaders(res, record);
+  if (notModified(req, contentEtag(record))) {
+    res.status(304).end();
+    return;
+  }
+  try {
+    const opened = await r.services.tree.openContent(r.userId, record);
+    // The content opened may be newer than the row read above (FilesService.openContent).
+    setContentHeaders(res, opened.file);
+    res.setHeader('Last-Modified', opened.file.updatedAt.toUTCString());
+    res.type(opened.file.mimeType || 'application/octet-stream');
+    await sendContent(req, res, opened.file, opened.content);
+  } catch (err) {
+    if (!res.headersSent) for (const name of ['Content-Type', 'ETag', 'Repr-Digest', 'Last-Modified']) res.removeHeader(name);
+    throw err;
+  }
 }
 
 /**
@@ -57,9 +51,14 @@ export async function putContent(r: DavRequest): Promise<void> {
     const length = req.headers['content-length'];
     if (length !== undefined && Number(length) > tree.maxUploadBytes) throw new DavError(413, `the content is larger than the upload limit (${tree.maxUploadBytes} bytes)`);
     await r.checkIf(target);
+    const replaced = target.node?.kind === 'resource' ? target.node.record : undefined;
+    const checkQuota = async () => {
+      if (length !== undefined && Number.isSafeInteger(Number(length))) await tree.checkDeclaredSize(r.userId, Number(length), replaced);
+    };
     const declaredType = req.headers['content-type'];
     if (target.node?.kind === 'resource') {
       await r.guard({ path: target.path.key });
+      await checkQuota();
       const record = await tree.replaceFile(r.writer, target.node.record.id, req, declaredType, {
         ifMatch: r.header('if-match'),
         ifNoneMatch: r.header('if-none-match'),
@@ -70,6 +69,7 @@ export async function putContent(r: DavRequest): Promise<void> {
     }
     if (r.header('if-match') !== undefined) throw new DavError(412, 'If-Match: nothing is at this path');
     await r.guard({ path: parentOf(target.path).key });
+    await checkQuota();
     const name = target.path.segments[target.path.segments.length - 1]!;
     const record = await tree.createFile(r.writer, folderIdOf(target.parent), name, req, declaredType);
     res.setHeader('ETag', `"${record.contentSha256}"`);

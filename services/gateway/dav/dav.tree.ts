@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import type { Request } from 'express';
 import type { DavRepository } from '../../../shared/db/dav.repository';
 import type { ResourceRecord } from '../../../shared/db/resource.repository';
@@ -9,7 +8,7 @@ import { newId } from '../../../shared/ids';
 import type { ContentService } from '../content/content.service';
 import type { ContentConditions } from '../content/preconditions';
 import type { FilesService } from '../files/files.service';
-import type { StagingStorage } from '../files/upload.storage';
+import type { UploadStaging } from '../uploads/upload.staging';
 import type { SyncClient } from '../sync/sync.client';
 import type { DavPath } from './dav.paths';
 
@@ -51,7 +50,7 @@ export class DavTree {
     private readonly repo: DavRepository,
     private readonly files: FilesService,
     private readonly content: ContentService,
-    private readonly storage: StagingStorage,
+    private readonly storage: UploadStaging,
     private readonly sync: SyncClient,
     readonly maxUploadBytes: number,
   ) {}
@@ -97,6 +96,15 @@ export class DavTree {
     if (ops.length > 0) await this.submit(writer, ops);
   }
 
+  /**
+   * Refuses, before a byte is read, a PUT whose declared length cannot fit the writer's quota (507),
+   * as the API's upload and content replacement do; `replaced` is the file it would replace.
+   */
+  async checkDeclaredSize(userId: string, length: number, replaced?: ResourceRecord): Promise<void> {
+    if (replaced) await this.content.checkDeclaredSize(replaced, length);
+    else await this.files.checkDeclaredSize(userId, length);
+  }
+
   /** PUT of a new file: the body is staged and uploaded as `POST /files` does. */
   async createFile(writer: Writer, parentId: string | null, name: string, body: Request, declaredType: string | undefined): Promise<ResourceRecord> {
     const staged = await this.storage.stage(body, this.maxUploadBytes);
@@ -104,7 +112,7 @@ export class DavTree {
     return this.files.upload({ userId, deviceId, staged, declaredName: name, declaredType, fields: { folderId: parentId ?? '', name } });
   }
 
-  /** PUT over a file: the content replacement of `PUT /files/:id/content`, preconditions included. */
+  /** PUT over a file: the content replacement of `PUT /files/:id/content` (preconditions, a version kept). */
   async replaceFile(writer: Writer, fileId: string, body: Request, declaredType: string | undefined, conditions: ContentConditions): Promise<ResourceRecord> {
     const { userId, deviceId } = writer.principal;
     await this.content.checkBeforeUpload(userId, fileId, conditions);
@@ -122,14 +130,14 @@ export class DavTree {
         { type: 'create', resourceId: id, payload: { resourceType: 'file', name, parentId, size: source.sizeBytes, mimeType: source.mimeType ?? undefined } },
       ]);
     } else {
-      const { absolutePath } = await this.files.contentOf(userId, source.id);
-      const staged = await this.storage.stage(createReadStream(absolutePath) as unknown as Request, Number.MAX_SAFE_INTEGER);
+      const { file, content } = await this.files.openContent(userId, source);
+      const staged = await this.storage.stage(content.read() as unknown as Request, Number.MAX_SAFE_INTEGER);
       const copy = await this.files.upload({
         userId,
         deviceId,
         staged,
         declaredName: name,
-        declaredType: source.mimeType ?? undefined,
+        declaredType: file.mimeType ?? undefined,
         fields: { folderId: parentId ?? '', name },
       });
       id = copy.id;
@@ -138,9 +146,9 @@ export class DavTree {
     return id;
   }
 
-  /** Where a file's bytes are (NOT_FOUND without content). */
-  contentOf(userId: string, fileId: string): Promise<{ file: ResourceRecord; absolutePath: string }> {
-    return this.files.contentOf(userId, fileId);
+  /** A file's content, opened for reading (NOT_FOUND without content), with the file as of that content. */
+  openContent(userId: string, file: ResourceRecord) {
+    return this.files.openContent(userId, file);
   }
 
   private async submit(writer: Writer, ops: SyncOp[]): Promise<void> {

@@ -2,10 +2,10 @@ import type { Upload } from '@tus/server';
 import type { ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
 import type { Principal } from '../../../shared/db/user.repository';
 import { invalid, notFound } from '../../../shared/errors';
-import type { TusStore } from '../../../shared/uploads/tus.store';
+import type { UploadReservations } from '../../../shared/quota/upload.reservations';
+import type { ResumableDataStore } from '../../../shared/storage/content.store';
 import type { ContentService } from '../content/content.service';
 import type { FilesService, UploadInput } from '../files/files.service';
-import type { StagedFile } from '../files/upload.storage';
 import { ownerOf, parseUploadRequest, preconditionsOf, storedMetadata, type Preconditions, type UploadOwner } from './upload.metadata';
 
 /** File creation as POST /files does it. */
@@ -20,10 +20,11 @@ export type ContentTarget = Pick<ContentService, 'replaceContent' | 'checkBefore
  */
 export class UploadsService {
   constructor(
-    private readonly store: TusStore,
+    private readonly store: ResumableDataStore,
     private readonly files: FileTarget,
     private readonly content: ContentTarget,
     private readonly resources: ResourceRepository,
+    private readonly reservations: UploadReservations,
   ) {}
 
   /**
@@ -40,13 +41,16 @@ export class UploadsService {
     } else if (request.folderId !== null) {
       if (!(await this.resources.findActive(principal.userId, request.folderId, 'folder'))) throw notFound('no such folder');
     }
-    return storedMetadata(upload.metadata, principal, conditions);
+    const metadata = storedMetadata(upload.metadata, principal, conditions);
+    // Last: the Upload-Length is held in the quota from now until the upload ends.
+    await this.reservations.reserve(principal.userId, upload.id, upload.size ?? 0);
+    return metadata;
   }
 
   /** The upload's owner when it is the caller's; NOT_FOUND for anything else, which hides whether it exists. */
   async requireOwn(userId: string, id: string): Promise<Pick<Upload, 'metadata' | 'creation_date'>> {
     // The info file alone says who owns it; the handler reads the upload itself under its lock.
-    const upload = await this.store.configstore.get(id).catch(() => undefined);
+    const upload = await this.store.info(id);
     const owner = upload && ownerOf(upload.metadata);
     if (!upload || owner?.userId !== userId) throw notFound('no such upload');
     return upload;
@@ -55,14 +59,15 @@ export class UploadsService {
   /**
    * The last byte arrived: creates the file (or replaces the content) from the upload's bytes with
    * the rules and errors of POST /files (PUT /files/:id/content with fileId). Whatever happens, the
-   * upload is gone afterwards: its bytes were moved into place, or removed.
+   * upload is gone afterwards: its bytes were placed as the file's content, or removed, and its
+   * reservation ended (in the transaction that commits the file, or by the store's removal).
    */
   async complete(upload: Upload): Promise<ResourceRecord> {
     const owner = ownerOf(upload.metadata) as UploadOwner;
     try {
       const request = parseUploadRequest(upload.metadata);
       const size = upload.size ?? upload.offset;
-      const staged: StagedFile = { path: this.store.bytesPath(upload.id), size, sha256: await this.store.digest(upload.id, size) };
+      const staged = await this.store.staged(upload.id, size);
       if (request.fileId !== undefined) {
         return await this.content.replaceContent({
           userId: owner.userId,
@@ -72,6 +77,7 @@ export class UploadsService {
           declaredType: request.declaredType,
           ...preconditionsOf(upload.metadata),
           expectedSha256: request.sha256,
+          uploadId: upload.id,
         });
       }
       const fields: UploadInput['fields'] = { name: request.name };
@@ -85,6 +91,7 @@ export class UploadsService {
         declaredType: request.declaredType,
         fields,
         expectedSha256: request.sha256,
+        uploadId: upload.id,
       });
     } finally {
       await this.store.remove(upload.id);

@@ -2,7 +2,8 @@ import { Router } from 'express';
 import Joi from 'joi';
 import { AppError, invalid, notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
-import type { UserRepository } from '../../../shared/db/user.repository';
+import type { UserRecord, UserRepository } from '../../../shared/db/user.repository';
+import type { UsageService } from '../usage/usage.service';
 import { principalOf, requireAdmin, type requireUser } from '../auth/auth.middleware';
 import type { PasswordHasher } from '../auth/password.hasher';
 import type { PrincipalCache } from '../auth/principal.cache';
@@ -19,13 +20,54 @@ const createUserSchema = Joi.object({
   isAdmin: Joi.boolean(),
 });
 
+/** The admin representation of a user. */
+function toAdminView(user: Pick<UserRecord, 'id' | 'username' | 'email' | 'isAdmin' | 'createdAt' | 'quotaBytes'>) {
+  return {
+    id: user.id,
+    username: user.username,
+    email: user.email,
+    isAdmin: user.isAdmin,
+    createdAt: user.createdAt.toISOString(),
+    quotaBytes: user.quotaBytes,
+  };
+}
+
+/** `{"quotaBytes": <int >= 0> | null}` and nothing else. */
+function quotaOf(body: unknown): number | null {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('request body must be a JSON object');
+  const keys = Object.keys(body);
+  if (keys.length !== 1 || keys[0] !== 'quotaBytes') throw invalid('the body must be {"quotaBytes": <integer >= 0 or null>}');
+  const value = (body as { quotaBytes: unknown }).quotaBytes;
+  if (value === null) return null;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw invalid('"quotaBytes" must be an integer from 0 to 2^53 - 1, or null', { field: 'quotaBytes' });
+  }
+  return value;
+}
+
 export function userRoutes(
   users: UserRepository,
   hasher: PasswordHasher,
   principals: PrincipalCache,
   authenticated: ReturnType<typeof requireUser>,
+  usage: UsageService,
+  defaultQuotaBytes: number | null,
 ): Router {
   const router = Router();
+
+  router.get('/users/me/usage', authenticated, async (req, res) => {
+    res.json(await usage.of(principalOf(req).userId));
+  });
+
+  router.get('/users/:id/usage', authenticated, requireAdmin, async (req, res) => {
+    res.json(await usage.of(singleParam(req, 'id')));
+  });
+
+  router.patch('/users/:id', authenticated, requireAdmin, async (req, res) => {
+    const id = singleParam(req, 'id');
+    const quotaBytes = quotaOf(req.body);
+    res.json(toAdminView(await usage.setQuota(id, quotaBytes)));
+  });
 
   router.get('/users/resolve', authenticated, async (req, res) => {
     const username = queryString(req, 'username');
@@ -44,15 +86,10 @@ export function userRoutes(
       passwordHash: await hasher.hash(body.password),
       isAdmin: body.isAdmin ?? false,
       createdAt: new Date(),
+      quotaBytes: defaultQuotaBytes,
     };
     await users.insert(user);
-    res.status(201).json({
-      id: user.id,
-      username: user.username,
-      email: user.email,
-      isAdmin: user.isAdmin,
-      createdAt: user.createdAt.toISOString(),
-    });
+    res.status(201).json(toAdminView(user));
   });
 
   router.delete('/users/:id', authenticated, requireAdmin, async (req, res) => {

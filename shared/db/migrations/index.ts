@@ -10,8 +10,13 @@ import * as widenStorageKey from './20261122000003_widen_storage_key';
 import * as createSyncBatches from './20261122000004_create_sync_batches';
 import * as createDerivedTables from './20261122000005_create_derived_tables';
 import * as backfillDerivedTables from './20261122000006_backfill_derived_tables';
+import * as createContentStore from './20261124000201_create_content_store';
 import * as createAppPasswords from './20261124000401_create_app_passwords';
 import * as createDavProperties from './20261124000402_create_dav_properties';
+import * as addUserQuotaAndUsage from './20261124000501_add_user_quota_and_usage';
+import * as createUploadReservations from './20261124000502_create_upload_reservations';
+import * as createFileVersions from './20261124000503_create_file_versions';
+import * as backfillUserUsage from './20261124000504_backfill_user_usage';
 
 interface Migration {
   name: string;
@@ -32,8 +37,13 @@ const MIGRATIONS: Migration[] = [
   createSyncBatches,
   createDerivedTables,
   backfillDerivedTables,
+  createContentStore,
   createAppPasswords,
   createDavProperties,
+  addUserQuotaAndUsage,
+  createUploadReservations,
+  createFileVersions,
+  backfillUserUsage,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

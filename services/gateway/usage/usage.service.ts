@@ -1,0 +1,51 @@
+import type { UsageRepository } from '../../../shared/db/usage.repository';
+import { usedBytes } from '../../../shared/db/usage.repository';
+import type { UserRecord, UserRepository } from '../../../shared/db/user.repository';
+import { notFound } from '../../../shared/errors';
+import { isId } from '../../../shared/ids';
+
+/** GET /users/me/usage and /users/:id/usage. */
+export interface UsageView {
+  quotaBytes: number | null;
+  usedBytes: number;
+  filesBytes: number;
+  trashBytes: number;
+  versionsBytes: number;
+  uploadsBytes: number;
+}
+
+/**
+ * A user's quota and stored bytes. The counters are kept by the writes themselves (usage.ledger.ts),
+ * so a usage read is one primary-key read of the user's row, whatever they store.
+ */
+export class UsageService {
+  constructor(
+    private readonly usage: UsageRepository,
+    private readonly users: UserRepository,
+  ) {}
+
+  async of(userId: string): Promise<UsageView> {
+    const u = isId(userId) ? await this.usage.read(userId) : undefined;
+    if (!u) throw notFound('no such user');
+    return {
+      quotaBytes: u.quotaBytes,
+      usedBytes: usedBytes(u),
+      filesBytes: u.files,
+      trashBytes: u.trash,
+      versionsBytes: u.versions,
+      uploadsBytes: u.uploads,
+    };
+  }
+
+  /**
+   * Sets a user's quota. A quota below what the user stores deletes nothing: it only refuses the
+   * writes that add bytes from then on.
+   */
+  async setQuota(userId: string, quotaBytes: number | null): Promise<UserRecord> {
+    if (!isId(userId)) throw notFound('no such user');
+    await this.usage.setQuota(userId, quotaBytes);
+    const user = await this.users.findActiveById(userId);
+    if (!user) throw notFound('no such user');
+    return user;
+  }
+}
