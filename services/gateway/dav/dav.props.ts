@@ -3,7 +3,7 @@ import { statusLine } from './dav.errors';
 import { locksCovering, type DavLock } from './dav.locks';
 import { hrefOf } from './dav.paths';
 import { isCollection, type DavNode } from './dav.tree';
-import { childrenOf, dav, DAV_NS, fromElement, FS_NS, named, text, type XmlElement, type XNode } from './dav.xml';
+import { childrenOf, dav, DAV_NS, fromElement, FS_NS, named, preserialized, text, type XmlElement, type XNode } from './dav.xml';
 
 export interface PropName {
   ns: string;
@@ -48,7 +48,7 @@ export function activeLock(lock: DavLock): XNode {
   ]);
 }
 
-const SUPPORTED_LOCK: XNode[] = ['exclusive', 'shared'].map((scope) => dav('lockentry', [dav('lockscope', [dav(scope)]), dav('locktype', [dav('write')])]));
+const SUPPORTED_LOCK: XNode[] = [preserialized(['exclusive', 'shared'].map((scope) => dav('lockentry', [dav('lockscope', [dav(scope)]), dav('locktype', [dav('write')])])))];
 
 /** The children of a live property of `node`; undefined when it has none; null when the name is not live. */
 function liveValue(name: PropName, node: DavNode, pathKey: string, ctx: PropContext): XNode[] | undefined | null {

@@ -140,3 +140,9 @@ export function fromElement(el: XmlElement, defaultNs = ''): XNode {
 export const childrenOf = (el: XmlElement, defaultNs = ''): XNode[] => el.children.map((c) => (typeof c === 'string' ? text(c) : fromElement(c, defaultNs)));
 
 export const serialize = (node: XNode): string => builder.build([node]) as string;
+
+/**
+ * Nodes serialised once, for a part of every response that never changes (supportedlock): placed as
+ * text the builder does not escape again, it costs nothing per response.
+ */
+export const preserialized = (nodes: XNode[]): XNode => ({ '#text': builder.build(nodes) as string });
