@@ -5,7 +5,7 @@ import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ReservationRepository } from '../../shared/db/reservation.repository';
 import { TrashRepository } from '../../shared/db/trash.repository';
 import { VersionRepository } from '../../shared/db/version.repository';
-import { releasingOnRemove, UploadReservations } from '../../shared/quota/upload.reservations';
+import { UploadReservations, whenUploadGone } from '../../shared/quota/upload.reservations';
 import { VersionExpiry } from '../../shared/versions/version.expiry';
 import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
 import type { Logger } from '../../shared/logger';
@@ -57,7 +57,7 @@ export function maintenanceTasks(config: Config, store: ContentStore, owners: Ow
       name: EXPIRE_UPLOADS_JOB,
       everyMs: uploadExpirySweepMs(config.uploadExpiryMs),
       run: async () => {
-        uploads ??= releasingOnRemove(store.resumable.dataStore(config.uploadExpiryMs), (id) => reservations.release(id));
+        uploads ??= whenUploadGone(store.resumable.dataStore(config.uploadExpiryMs), async (id) => void (await reservations.release(id)));
         const uploadsRemoved = await uploads.deleteExpired();
         // Reservations outlive their uploads only after a crash; they end at the same age.
         return { uploadsRemoved, reservationsReleased: await reservations.expire(new Date(Date.now() - config.uploadExpiryMs)) };

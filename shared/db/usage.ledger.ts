@@ -27,6 +27,11 @@ export class UsageLedger {
   private readonly repo: UsageRepository;
   private readonly deltas = new Map<string, ByteCounts>();
   private readonly inTrash = new Map<string, Set<string>>();
+  /**
+   * Per user: the counters as stored, read once under the owner's lock. While deferred nothing writes
+   * them before the end of the transaction, so the first read stays exact.
+   */
+  private readonly locked = new Map<string, Usage>();
 
   private constructor(
     private readonly db: Db,
@@ -65,7 +70,11 @@ export class UsageLedger {
   /** The user's quota and counters as this transaction sees them (row locked, pending deltas added). */
   async usage(userId: string): Promise<Usage> {
     await this.settleTrash();
-    const stored = await this.repo.readLocked(userId);
+    let stored = this.locked.get(userId);
+    if (!stored) {
+      stored = await this.repo.readLocked(userId);
+      if (this.deferred) this.locked.set(userId, stored);
+    }
     const d = this.deltas.get(userId) ?? zero();
     return { quotaBytes: stored.quotaBytes, files: stored.files + d.files, trash: stored.trash + d.trash, versions: stored.versions + d.versions, uploads: stored.uploads + d.uploads };
   }

@@ -1,5 +1,6 @@
 import type { OwnerTransactions } from '../db/owner.transaction';
 import { ReservationRepository } from '../db/reservation.repository';
+import type { Upload } from '@tus/server';
 import type { ContentStore, ResumableDataStore } from '../storage/content.store';
 import { QuotaGuard, silentQuotaObserver, type QuotaObserver } from './quota.guard';
 
@@ -53,18 +54,34 @@ export class UploadReservations {
   }
 }
 
+/** Told when an upload leaves the store (finished, terminated) or its creation failed, with its metadata. */
+export type UploadGone = (uploadId: string, metadata: Upload['metadata']) => Promise<void>;
+
 /**
- * The resumable uploads' datastore, with every removal of an upload (completion, termination) also
- * ending its reservation. The tus library calls `remove` itself on termination, so this is where the
- * release cannot be forgotten; the expiry job releases by age (UploadReservations.expire).
+ * The resumable uploads' datastore, telling `gone` of every upload that leaves it (completion,
+ * termination: the tus library calls `remove` itself) and of every creation that failed after it was
+ * admitted, so what an upload holds (its reservation in the quota, its open place) cannot be
+ * forgotten. Best effort after the fact: the expiry jobs end whatever a crash left, by age.
  */
-export function releasingOnRemove(store: ResumableDataStore, release: (uploadId: string) => Promise<unknown>): ResumableDataStore {
+export function whenUploadGone(store: ResumableDataStore, gone: UploadGone): ResumableDataStore {
+  const tell = (uploadId: string, metadata: Upload['metadata']) => gone(uploadId, metadata).catch(() => undefined);
   return new Proxy(store, {
     get(target, property) {
       if (property === 'remove') {
         return async (uploadId: string) => {
+          const info = await target.info(uploadId).catch(() => undefined);
           await target.remove(uploadId);
-          await release(uploadId);
+          await tell(uploadId, info?.metadata);
+        };
+      }
+      if (property === 'create') {
+        return async (upload: Upload) => {
+          try {
+            return await target.create(upload);
+          } catch (err) {
+            await tell(upload.id, upload.metadata);
+            throw err;
+          }
         };
       }
       const value: unknown = Reflect.get(target, property, target);

@@ -83,6 +83,7 @@ describe('administration', () => {
 
   test('the metrics show stored bytes by kind and quota refusals by reason, with no user label', async () => {
     const { api } = await userWithQuota(10);
+    expect((await upload(api, 4)).status).toBe(201);
     expectError(await upload(api, 11), 507, 'QUOTA_EXCEEDED');
     const text = (await admin.get('/metrics')).text;
     expect(text).toMatch(/filesync_stored_bytes\{kind="files"[^}]*\} [1-9]/);

@@ -162,7 +162,7 @@ describe('start-up on a store that is not the database\'s', () => {
     expect(await fs.readdir(wrong)).toEqual([]);
   });
 
-  test('a store marked by another database is refused even when this database has no content', async () => {
+  test('a store holding another database\'s content is refused even when this database has none', async () => {
     const other = await createTestEnv();
     try {
       const { code, output } = await run('services/gateway/main.js', [], { ...other.env, UPLOAD_DIR: env.uploadDir, LOG_LEVEL: 'silent' });
@@ -171,6 +171,20 @@ describe('start-up on a store that is not the database\'s', () => {
       expect(await other.db('content_store').first()).toBeUndefined();
     } finally {
       await other.dropAll();
+    }
+  });
+
+  test('a database created afresh over a store that holds only a marker starts and takes that store', async () => {
+    const fresh = await createTestEnv();
+    const uploads = await emptyDir();
+    const previous = newId();
+    await fs.writeFile(path.join(uploads, MARKER), `${previous}\n`);
+    try {
+      const gateway = await spawnGateway(fresh, { UPLOAD_DIR: uploads });
+      await stopProcess(gateway);
+      expect((await fresh.db('content_store').first()).store_id).toBe(previous);
+    } finally {
+      await fresh.dropAll();
     }
   });
 

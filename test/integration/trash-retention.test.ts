@@ -1,10 +1,10 @@
 import { Queue } from 'bullmq';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { TrashRepository } from '../../shared/db/trash.repository';
-import { TrashPurger } from '../../shared/lifecycle/trash.purger';
+import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { createLogger } from '../../shared/logger';
-import { EXPIRE_UPLOADS_JOB, MAINTENANCE_QUEUE, PURGE_TRASH_JOB, uploadExpirySweepMs } from '../../shared/queue/maintenance.contract';
+import { EXPIRE_UPLOADS_JOB, EXPIRE_VERSIONS_JOB, MAINTENANCE_QUEUE, PURGE_TRASH_JOB, purgeIntervalMs, uploadExpirySweepMs } from '../../shared/queue/maintenance.contract';
 import { redisOptions } from '../../shared/queue/sync.contract';
 import { startMaintenance, type MaintenanceWorkers } from '../../services/worker/maintenance.workers';
 import { Api } from '../support/client';
@@ -73,10 +73,11 @@ describe('with the maintenance worker in this process', () => {
     const queue = new Queue(MAINTENANCE_QUEUE, { connection: redisOptions(env.config.redisUrl, 'producer'), prefix: env.config.queuePrefix });
     try {
       const schedulers = await queue.getJobSchedulers();
-      // One scheduler per task: the trash purge, and the expiry of resumable uploads beside it.
+      // One scheduler per task: the trash purge, and beside it the expiry of resumable uploads and of versions.
       const byKey = schedulers.map((s) => ({ key: s.key, name: s.name, every: Number(s.every) })).sort((a, b) => a.key.localeCompare(b.key));
       expect(byKey).toEqual([
         { key: EXPIRE_UPLOADS_JOB, name: EXPIRE_UPLOADS_JOB, every: uploadExpirySweepMs(env.config.uploadExpiryMs) },
+        { key: EXPIRE_VERSIONS_JOB, name: EXPIRE_VERSIONS_JOB, every: purgeIntervalMs(retentionMs(env.config.versionRetentionDays)) },
         { key: PURGE_TRASH_JOB, name: PURGE_TRASH_JOB, every: 1000 },
       ]);
       const purgeRun = async () => (await queue.getJobs(['completed'])).find((job) => job.name === PURGE_TRASH_JOB);

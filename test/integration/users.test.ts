@@ -66,7 +66,7 @@ describe('GET /v1/users/resolve', () => {
 });
 
 describe('POST /v1/users', () => {
-  test('an administrator creates a user: 201 with id, username, email, isAdmin and createdAt, stored with an Argon2id hash', async () => {
+  test('an administrator creates a user: 201 with id, username, email, isAdmin, createdAt and quotaBytes, stored with an Argon2id hash', async () => {
     const res = await admin.post('/v1/users', { username: 'Carol', password: 'carol-password', email: 'carol@example.com' });
 
     expect(res.status).toBe(201);
@@ -76,6 +76,8 @@ describe('POST /v1/users', () => {
       email: 'carol@example.com',
       isAdmin: false,
       createdAt: expect.stringMatching(ISO_MS),
+      // DEFAULT_QUOTA_BYTES is 0 here: no quota.
+      quotaBytes: null,
     });
     const row = await userRow(res.body.id);
     expect(row).toMatchObject({ username: 'Carol', username_normalized: 'carol', email: 'carol@example.com', is_admin: 0, deleted_at: null });

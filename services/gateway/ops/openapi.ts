@@ -9,6 +9,7 @@ import { appPasswordPaths, appPasswordSchemas, appPasswordsTag } from './openapi
 import { components } from './openapi/components';
 import { filePaths } from './openapi/files.paths';
 import { operationPaths } from './openapi/ops.paths';
+import { quotaPaths, quotaSchemas, quotaTags, setQuotaOperation } from './openapi/quota.paths';
 import { syncPaths } from './openapi/sync.paths';
 import { trashParameters, trashPaths, trashSchemas, trashTag } from './openapi/trash.paths';
 import { uploadPaths } from './openapi/uploads.paths';
@@ -41,11 +42,14 @@ export const openapiDocument = {
     trashTag,
     appPasswordsTag,
     { name: 'uploads', description: 'resumable uploads over tus 1.0.0' },
+    ...quotaTags,
     { name: 'operations', description: 'health, readiness, metrics and this description' },
   ],
   paths: {
     ...accountPaths,
+    '/v1/users/{id}': { ...accountPaths['/v1/users/{id}'], patch: setQuotaOperation },
     ...filePaths,
+    ...quotaPaths,
     ...syncPaths,
     ...trashPaths,
     ...appPasswordPaths,
@@ -55,6 +59,6 @@ export const openapiDocument = {
   components: {
     ...components,
     parameters: trashParameters,
-    schemas: { ...components.schemas, ...trashSchemas, ...appPasswordSchemas },
+    schemas: { ...components.schemas, ...trashSchemas, ...quotaSchemas, ...appPasswordSchemas },
   },
 } as const;

@@ -2,7 +2,7 @@ import type { RequestHandler, Router } from 'express';
 import type { Config } from '../../../shared/config';
 import type { ResourceRepository } from '../../../shared/db/resource.repository';
 import type { Logger } from '../../../shared/logger';
-import { releasingOnRemove, type UploadReservations } from '../../../shared/quota/upload.reservations';
+import { whenUploadGone, type UploadReservations } from '../../../shared/quota/upload.reservations';
 import type { ContentStore } from '../../../shared/storage/content.store';
 import { RedisLocker } from './redis.locker';
 import { buildTusServer } from './tus.server';
@@ -31,8 +31,8 @@ export function createUploads(deps: {
   logger: Logger;
 }): UploadsModule {
   const { config, logger } = deps;
-  // Every removal of an upload (completion, termination) ends its reservation in the quota.
-  const store = releasingOnRemove(deps.store.resumable.dataStore(config.uploadExpiryMs), (id) => deps.reservations.release(id));
+  // An upload that leaves (completed, terminated) or whose creation failed ends its reservation in the quota.
+  const store = whenUploadGone(deps.store.resumable.dataStore(config.uploadExpiryMs), async (id) => void (await deps.reservations.release(id)));
   const locker = new RedisLocker({ redisUrl: config.redisUrl, prefix: config.queuePrefix }, logger);
   const service = new UploadsService(store, deps.files, deps.content, deps.resources, deps.reservations);
   const tus = buildTusServer({ store, locker, uploads: service, maxUploadBytes: config.maxUploadBytes, logger });

@@ -122,8 +122,15 @@ export const components = {
     },
     User: {
       type: 'object',
-      required: ['id', 'username', 'email', 'isAdmin', 'createdAt'],
-      properties: { id: ID, username: { type: 'string' }, email: { type: ['string', 'null'] }, isAdmin: { type: 'boolean' }, createdAt: TIMESTAMP },
+      required: ['id', 'username', 'email', 'isAdmin', 'createdAt', 'quotaBytes'],
+      properties: {
+        id: ID,
+        username: { type: 'string' },
+        email: { type: ['string', 'null'] },
+        isAdmin: { type: 'boolean' },
+        createdAt: TIMESTAMP,
+        quotaBytes: { type: ['integer', 'null'], minimum: 0, description: 'null: no quota; DEFAULT_QUOTA_BYTES for a new user' },
+      },
     },
     SyncOp: {
       type: 'object',

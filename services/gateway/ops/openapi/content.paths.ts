@@ -61,6 +61,7 @@ export const replaceContentOperation = {
     '404': error('a folder, or an id that is malformed, absent, deleted or another user’s (NOT_FOUND)'),
     '412': error('If-Match or If-None-Match does not hold (PRECONDITION_FAILED); nothing changes'),
     '413': error('larger than MAX_UPLOAD_BYTES (FILE_TOO_LARGE); nothing of it is kept'),
+    '507': error('the new content does not fit in the quota even with no version left (QUOTA_EXCEEDED); details: {quotaBytes, usedBytes, neededBytes}; refused before the body is read when Content-Length already cannot fit'),
     '503': { $ref: '#/components/responses/Unavailable' },
   },
 };

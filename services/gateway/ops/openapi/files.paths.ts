@@ -1,3 +1,4 @@
+import { quotaExceeded } from './common';
 import { replaceContentOperation, uploadDigestField } from './content.paths';
 import { ref, response, ok, ID, NAME, idParam, LIMIT, OFFSET, errorResponse, contentHeaders } from './common';
 
@@ -59,6 +60,7 @@ export const filePaths = {
         '404': response('NotFound'),
         '409': response('NameConflict'),
         '413': errorResponse('larger than MAX_UPLOAD_BYTES (FILE_TOO_LARGE)'),
+        '507': quotaExceeded,
         '503': response('Unavailable'),
       },
     },

@@ -1,3 +1,4 @@
+import { quotaExceeded } from './common';
 /**
  * /v1/uploads in the OpenAPI description: tus 1.0.0 (core, creation, termination, expiration).
  * Merged into the document by ../openapi.ts.
@@ -67,6 +68,7 @@ export const uploadPaths = {
         '404': error('folderId is not an active folder of the caller, or fileId not an active file of the caller (NOT_FOUND)'),
         '412': error('Tus-Resumable missing (PRECONDITION_FAILED)'),
         '413': error('Upload-Length over MAX_UPLOAD_BYTES (FILE_TOO_LARGE)'),
+        '507': quotaExceeded,
       },
     },
   },
