@@ -103,7 +103,7 @@ export async function runDav(ctx: BenchContext): Promise<ScenarioReport> {
 
   // 2. Transfer.
   const bytes = quick ? 10 * MiB : 100 * MiB;
-  const transferReps = quick ? 1 : 3;
+  const transferReps = quick ? 2 : 5;
   const work = path.join(stack.dir, 'bench-dav');
   await fs.mkdir(work, { recursive: true });
   const src = path.join(work, 'source.bin');
@@ -117,30 +117,25 @@ export async function runDav(ctx: BenchContext): Promise<ScenarioReport> {
   const expect = (status: number, wanted: number[], what: string) => {
     if (!wanted.includes(status)) throw new Error(`${what}: ${status}`);
   };
-  const davPut = rateOf(
-    await timed(transferReps, async () => {
-      const res = await client.request('PUT', '/dav/big.bin', { headers: { authorization: basic, 'content-length': bytes }, body: raw() });
-      expect(res.status, [201, 204], 'DAV PUT');
-    }),
-  );
-  const apiPut = rateOf(
-    await timed(transferReps, async () => {
-      const res = await client.request('PUT', `/v1/files/${apiId}/content`, { headers: { authorization: bearer, 'content-length': bytes }, body: raw() });
-      expect(res.status, [200], 'API PUT');
-    }),
-  );
-  const davGet = rateOf(
-    await timed(transferReps, async () => {
-      const res = await client.request('GET', '/dav/big.bin', { headers: { authorization: basic }, discardBody: true });
-      expect(res.status, [200], 'DAV GET');
-    }),
-  );
-  const apiGet = rateOf(
-    await timed(transferReps, async () => {
-      const res = await client.request('GET', `/v1/files/${apiId}/content`, { headers: { authorization: bearer }, discardBody: true });
-      expect(res.status, [200], 'API GET');
-    }),
-  );
+  // Each repetition runs the four transfers in turn, so a change of load on the machine weighs on both paths alike.
+  const put = (url: string, auth: string, ok: number[]) => async () => {
+    const res = await client.request('PUT', url, { headers: { authorization: auth, 'content-length': bytes }, body: raw() });
+    expect(res.status, ok, `PUT ${url}`);
+  };
+  const get = (url: string, auth: string) => async () => {
+    const res = await client.request('GET', url, { headers: { authorization: auth }, discardBody: true });
+    expect(res.status, [200], `GET ${url}`);
+  };
+  const transfers = [put('/dav/big.bin', basic, [201, 204]), put(`/v1/files/${apiId}/content`, bearer, [200]), get('/dav/big.bin', basic), get(`/v1/files/${apiId}/content`, bearer)];
+  const samples: number[][] = transfers.map(() => []);
+  for (let rep = -1; rep < transferReps; rep++) {
+    for (const [i, transfer] of transfers.entries()) {
+      const t = now();
+      await transfer();
+      if (rep >= 0) samples[i]!.push(msSince(t));
+    }
+  }
+  const [davPut, apiPut, davGet, apiGet] = samples.map(rateOf) as [number, number, number, number];
   const size = `${bytes / MiB} MiB`;
   figures.push(figure('dav', `${size} PUT`, 'throughput', 'MB/s', 'rate', davPut, [{ name: 'PUT /v1/files/:id/content', value: apiPut }]));
   figures.push(figure('dav', `${size} GET`, 'throughput', 'MB/s', 'rate', davGet, [{ name: 'GET /v1/files/:id/content', value: apiGet }]));
