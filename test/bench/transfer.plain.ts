@@ -39,11 +39,23 @@ export function multipart(file: string, name: string, bytes: number): { body: Re
  * framework, no multipart, no hashing and no database. `?chunk=` picks the stream chunk size, so the
  * bench can take the fastest of the stock settings and large chunks:
  * - POST pipes the raw body into a new file (createWriteStream with that highWaterMark);
- * - GET pipes the file, or the one range `bytes=a-b` asked for, into the response (createReadStream).
+ * - GET pipes the file, or the one range `bytes=a-b` asked for, into the response (createReadStream),
+ *   with the headers the gateway sends with content (same names, values of the same length), so the
+ *   ceiling moves as many header bytes as the service does.
  */
 const PLAIN_SERVER = `
 const http = require('node:http');
 const fs = require('node:fs');
+const CONTENT_HEADERS = {
+  'x-request-id': '0123456789abcdef0123456789abcdef',
+  'etag': '"' + 'a'.repeat(64) + '"',
+  'repr-digest': 'sha-256=:' + 'A'.repeat(43) + '=:',
+  'x-content-type-options': 'nosniff',
+  'cache-control': 'private, no-cache',
+  'content-disposition': 'attachment; filename="bench.bin"',
+  'content-type': 'application/octet-stream',
+  'accept-ranges': 'bytes',
+};
 const server = http.createServer((req, res) => {
   const q = new URL(req.url, 'http://x').searchParams;
   const file = q.get('path');
@@ -57,6 +69,7 @@ const server = http.createServer((req, res) => {
   }
   fs.stat(file, (err, st) => {
     if (err) { res.writeHead(404); res.end(); return; }
+    for (const [name, value] of Object.entries(CONTENT_HEADERS)) res.setHeader(name, value);
     const range = /^bytes=(\\d+)-(\\d+)$/.exec(req.headers.range || '');
     if (range) {
       const start = Number(range[1]);

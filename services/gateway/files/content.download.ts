@@ -1,4 +1,3 @@
-import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
 import { AppError } from '../../../shared/errors';
 import type { ResourceRecord } from '../../../shared/db/resource.repository';
@@ -75,13 +74,18 @@ export async function sendContent(req: Request, res: Response, file: ResourceRec
     res.end();
     return;
   }
-  try {
-    await pipeline(content.read(range), res);
-  } catch {
-    // The client went away, or the read failed after the headers left: the response is cut, which
-    // the client sees as a short body against Content-Length.
-    res.destroy();
-  }
+  const stream = content.read(range);
+  await new Promise<void>((resolve) => {
+    stream.once('error', () => {
+      res.destroy();
+      resolve();
+    });
+    res.once('close', () => {
+      stream.destroy();
+      resolve();
+    });
+    stream.pipe(res);
+  });
 }
 
 /** The headers every content response carries, 304 included. */
