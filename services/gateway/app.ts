@@ -54,6 +54,17 @@ import { createUploads, type UploadsModule } from './uploads/uploads.module';
 import { storageMetrics } from './usage/usage.metrics';
 import { UsageService } from './usage/usage.service';
 import { userRoutes } from './users/users.routes';
+import { AppPasswordRepository } from '../../shared/db/app-password.repository';
+import { DavRepository } from '../../shared/db/dav.repository';
+import { AppPasswordSecrets } from './app-passwords/app-password.secret';
+import { appPasswordRoutes } from './app-passwords/app-passwords.routes';
+import { AppPasswordsService } from './app-passwords/app-passwords.service';
+import { DavAuthenticator } from './dav/dav.auth';
+import { DavLockStore } from './dav/dav.locks';
+import { DAV_MOUNT } from './dav/dav.paths';
+import type { QuotaReader } from './dav/dav.request';
+import { davRouter } from './dav/dav.router';
+import { DavTree } from './dav/dav.tree';
 import { versionRoutes } from './versions/versions.routes';
 import { VersionsService } from './versions/versions.service';
 
@@ -129,6 +140,27 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   ];
   const registerLimit = limits.limit('register', config.registerRateLimit, clientAddress, 'too many device registrations from this address, retry later');
 
+  const appPasswords = new AppPasswordsService(new AppPasswordRepository(db), new AppPasswordSecrets(deps.jwtSecret), principals, logger);
+  const davRepo = new DavRepository(db);
+  const davLocks = new DavLockStore(config.redisUrl, config.queuePrefix, logger);
+  const usage = new UsageService(usageRepo, users);
+  // RFC 4331's figures from the user's byte counters: what the quota leaves, none without a quota.
+  const davQuota: QuotaReader = {
+    figures: async (userId) => {
+      const u = await usage.of(userId);
+      return { usedBytes: u.usedBytes, availableBytes: u.quotaBytes === null ? null : Math.max(0, u.quotaBytes - u.usedBytes) };
+    },
+  };
+  const davAuth = new DavAuthenticator({
+    tokens,
+    users,
+    principals,
+    appPasswords,
+    addressFailures: new FailureLimit(limits.store('login-address'), config.loginAddressRateLimit),
+    accountFailures: new FailureLimit(limits.store('login'), config.loginRateLimit),
+  });
+  const davTree = new DavTree(davRepo, files, content, storage, sync, config.maxUploadBytes);
+
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -164,6 +196,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.use(docsRoutes());
   app.use(dashboardRoutes([...sync.queues, ...(deps.opsQueues ?? [])], adminGate.middleware()));
 
+  // WebDAV bodies are raw content or XML, read by its own handlers: it comes before any body parser.
+  app.use(DAV_MOUNT, davRouter(davAuth, { tree: davTree, locks: davLocks, repo: davRepo, quota: davQuota }, logger));
+
   const v1 = express.Router();
   v1.use(recordMountPath);
   // Ahead of the body parser too, so a malformed sign-in counts as "invalid" rather than not at all.
@@ -178,10 +213,11 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
   v1.use(deviceRoutes(devices, registerLimit));
   v1.use(authRoutes(auth, loginLimits, authenticated));
-  v1.use(userRoutes(users, hasher, principals, authenticated, new UsageService(usageRepo, users), config.defaultQuotaBytes));
+  v1.use(userRoutes(users, hasher, principals, authenticated, usage, config.defaultQuotaBytes));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
   v1.use(trashRoutes(trash, authenticated));
   v1.use(versionRoutes(versions, authenticated));
+  v1.use(appPasswordRoutes(appPasswords, authenticated));
   app.use('/v1', v1);
 
   app.use(notFoundHandler);
@@ -196,6 +232,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     principals,
     close: async () => {
       principals.close();
+      davLocks.close();
       await Promise.all([limits.close(), uploads.close()]);
     },
   };

@@ -151,6 +151,11 @@ export class TrashRepository {
           rows.map((r) => r.id),
         )
         .update({ purged_at: now, storage_key: null, ...changeColumns(this.db, now, stamp) });
+      // WebDAV dead properties go with the resource they describe.
+      await this.db('dav_properties').whereIn(
+        'resource_id',
+        rows.map((r) => r.id),
+      ).del();
       await usage.add(
         userId,
         'trash',

@@ -53,8 +53,15 @@ export class PrincipalCache {
 
   /** The cached principal of that user and device, if it was seen to exist within the TTL. */
   get(userId: string, deviceId: string): Principal | undefined {
+    return this.getByKey(`${userId}:${deviceId}`);
+  }
+
+  /**
+   * A principal cached under a key of the caller's choosing (an app password's keyed hash), if seen
+   * within the TTL. Such entries are forgotten with their user like the others.
+   */
+  getByKey(key: string): Principal | undefined {
     if (!this.listening) return undefined;
-    const key = `${userId}:${deviceId}`;
     const hit = this.entries.get(key);
     if (!hit) return undefined;
     if (hit.until > Date.now()) return hit.principal;
@@ -63,13 +70,16 @@ export class PrincipalCache {
   }
 
   /** Remembers a principal just read from MySQL. */
-  remember(principal: Principal): void {
+  remember(principal: Principal, key = `${principal.userId}:${principal.deviceId}`): void {
     if (!this.listening) return;
     if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(`${principal.userId}:${principal.deviceId}`, { principal, until: Date.now() + this.ttlMs });
+    this.entries.set(key, { principal, until: Date.now() + this.ttlMs });
   }
 
-  /** After a user's account was deleted (committed): forgotten here at once, and on every gateway by message. */
+  /**
+   * After a user's account was deleted or one of their app passwords revoked (committed): the user's
+   * entries are forgotten here at once, and on every gateway by message.
+   */
   async revoked(userId: string): Promise<void> {
     this.forget(userId);
     if (!this.publisher) return;
@@ -81,8 +91,7 @@ export class PrincipalCache {
   }
 
   private forget(userId: string): void {
-    const prefix = `${userId}:`;
-    for (const key of this.entries.keys()) if (key.startsWith(prefix)) this.entries.delete(key);
+    for (const [key, entry] of this.entries) if (entry.principal.userId === userId) this.entries.delete(key);
   }
 
   private listen(on: boolean): void {

@@ -5,6 +5,7 @@
  * two cannot drift apart silently.
  */
 import { accountPaths } from './openapi/accounts.paths';
+import { appPasswordPaths, appPasswordSchemas, appPasswordsTag } from './openapi/app-passwords.paths';
 import { components } from './openapi/components';
 import { filePaths } from './openapi/files.paths';
 import { operationPaths } from './openapi/ops.paths';
@@ -39,6 +40,7 @@ export const openapiDocument = {
     { name: 'files', description: 'files, folders and their content' },
     { name: 'sync', description: 'outbox synchronisation, the permission snapshot and the change feed' },
     trashTag,
+    appPasswordsTag,
     { name: 'uploads', description: 'resumable uploads over tus 1.0.0' },
     ...quotaTags,
     { name: 'operations', description: 'health, readiness, metrics and this description' },
@@ -50,12 +52,13 @@ export const openapiDocument = {
     ...quotaPaths,
     ...syncPaths,
     ...trashPaths,
+    ...appPasswordPaths,
     ...uploadPaths,
     ...operationPaths,
   },
   components: {
     ...components,
     parameters: trashParameters,
-    schemas: { ...components.schemas, ...trashSchemas, ...quotaSchemas },
+    schemas: { ...components.schemas, ...trashSchemas, ...quotaSchemas, ...appPasswordSchemas },
   },
 } as const;

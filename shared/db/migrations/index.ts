@@ -13,6 +13,8 @@ import * as backfillDerivedTables from './20261122000006_backfill_derived_tables
 import * as addChangeDevice from './20261124000101_add_change_device';
 import * as backfillChangeDevice from './20261124000102_backfill_change_device';
 import * as createContentStore from './20261124000201_create_content_store';
+import * as createAppPasswords from './20261124000401_create_app_passwords';
+import * as createDavProperties from './20261124000402_create_dav_properties';
 import * as addUserQuotaAndUsage from './20261124000501_add_user_quota_and_usage';
 import * as createUploadReservations from './20261124000502_create_upload_reservations';
 import * as createFileVersions from './20261124000503_create_file_versions';
@@ -40,6 +42,8 @@ const MIGRATIONS: Migration[] = [
   addChangeDevice,
   backfillChangeDevice,
   createContentStore,
+  createAppPasswords,
+  createDavProperties,
   addUserQuotaAndUsage,
   createUploadReservations,
   createFileVersions,

@@ -1,0 +1,131 @@
+import { once } from 'node:events';
+import type { DeadProperty } from '../../../shared/db/dav.repository';
+import { DavError, statusLine } from './dav.errors';
+import { hrefOf } from './dav.paths';
+import { isLiveProperty, propResponse, type PropContext, type PropName, type PropRequest } from './dav.props';
+import type { DavRequest } from './dav.request';
+import { folderIdOf, isCollection, type DavNode } from './dav.tree';
+import { child, dav, DAV_NS, elements, named, parseXml, readBody, ROOT_NAMESPACES, serialize, x, type XmlElement, type XNode } from './dav.xml';
+
+const XML_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>\n';
+/** A multistatus is streamed: its opening and closing tags around one serialised response per resource. */
+const MULTISTATUS_OPEN = `${XML_DECLARATION}<D:multistatus xmlns:D="${ROOT_NAMESPACES['xmlns:D']}" xmlns:fs="${ROOT_NAMESPACES['xmlns:fs']}">`;
+const MULTISTATUS_CLOSE = '</D:multistatus>\n';
+/** Members read per query of a PROPFIND Depth 1: what is held in memory at once. */
+const PAGE = 500;
+/** Largest dead property value kept, as stored. */
+export const MAX_PROPERTY_BYTES = 64 * 1024;
+
+const nameOf = (e: XmlElement): PropName => ({ ns: e.ns, local: e.local });
+
+function parsePropfind(body: XmlElement | undefined): PropRequest {
+  if (!body) return { kind: 'allprop', include: [] };
+  if (body.ns !== DAV_NS || body.local !== 'propfind') throw new DavError(400, 'the body must be a DAV:propfind element');
+  if (child(body, DAV_NS, 'propname')) return { kind: 'propname' };
+  if (child(body, DAV_NS, 'allprop')) return { kind: 'allprop', include: elements(child(body, DAV_NS, 'include') ?? { ns: '', local: '', attrs: [], children: [] }).map(nameOf) };
+  const prop = child(body, DAV_NS, 'prop');
+  if (prop) return { kind: 'prop', names: elements(prop).map(nameOf) };
+  throw new DavError(400, 'DAV:propfind must hold DAV:prop, DAV:allprop or DAV:propname');
+}
+
+const wantsDead = (request: PropRequest) => request.kind !== 'prop' || request.names.some((n) => !isLiveProperty(n));
+const wantsQuota = (request: PropRequest) =>
+  request.kind === 'prop' && request.names.some((n) => n.ns === DAV_NS && (n.local === 'quota-used-bytes' || n.local === 'quota-available-bytes'));
+
+/**
+ * PROPFIND, Depth 0 or 1 (infinity: 403 propfind-finite-depth). The answer is streamed: the
+ * target's response, then its members a page at a time, each page's dead properties in one query,
+ * waiting for the socket to drain, so memory stays the same however large the folder.
+ */
+export async function propfind(r: DavRequest): Promise<void> {
+  const depth = r.depth('infinity');
+  if (depth === 'infinity') throw new DavError(403, 'Depth infinity is not supported', 'propfind-finite-depth');
+  const request = parsePropfind(parseXml(await readBody(r.req)));
+  const target = await r.resolve();
+  if (!target.node) throw new DavError(404, 'nothing at this path');
+  const { repo, quota } = r.services;
+  const ctx: PropContext = { locks: await r.locks(), quota: wantsQuota(request) ? await quota.figures(r.userId) : undefined };
+  const dead = wantsDead(request);
+  const ownDead = dead && target.node.kind === 'resource' ? await repo.properties(r.userId, target.node.record.id) : [];
+
+  const { res } = r;
+  res.status(207).setHeader('Content-Type', 'application/xml; charset=utf-8');
+  const write = async (text: string) => {
+    if (!res.write(text) && !res.destroyed) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+  };
+  await write(MULTISTATUS_OPEN + serialize(propResponse(target.path.segments, target.node, request, ownDead, ctx)));
+  if (depth === '1' && isCollection(target.node)) {
+    const folderId = folderIdOf(target.node);
+    let after = null;
+    for (;;) {
+      if (res.destroyed) return;
+      const page = await r.services.tree.members(r.userId, folderId, after, PAGE);
+      if (page.length === 0) break;
+      const props = dead ? await repo.propertiesOf(r.userId, page.map((m) => m.id)) : new Map<string, DeadProperty[]>();
+      const chunk = page.map((m) => serialize(propResponse([...target.path.segments, m.name], { kind: 'resource', record: m }, request, props.get(m.id) ?? [], ctx)));
+      await write(chunk.join(''));
+      if (page.length < PAGE) break;
+      after = page[page.length - 1]!;
+    }
+  }
+  res.end(MULTISTATUS_CLOSE);
+}
+
+interface PatchOp {
+  set: boolean;
+  element: XmlElement;
+}
+
+/**
+ * PROPPATCH: dead properties set and removed in document order, all or nothing (RFC 4918 9.2). A
+ * live property is protected (403 cannot-modify-protected-property), a value over 64 KiB cannot be
+ * stored (507); either fails the whole request and the others are answered 424.
+ */
+export async function proppatch(r: DavRequest): Promise<void> {
+  const body = parseXml(await readBody(r.req));
+  if (!body || body.ns !== DAV_NS || body.local !== 'propertyupdate') throw new DavError(400, 'the body must be a DAV:propertyupdate element');
+  const target = await r.resolve();
+  if (!target.node) throw new DavError(404, 'nothing at this path');
+  await r.checkIf(target);
+  await r.guard({ path: target.path.key });
+
+  const ops: PatchOp[] = [];
+  for (const instruction of elements(body)) {
+    if (instruction.ns !== DAV_NS || (instruction.local !== 'set' && instruction.local !== 'remove')) continue;
+    for (const prop of elements(instruction).filter((e) => e.ns === DAV_NS && e.local === 'prop')) {
+      for (const element of elements(prop)) ops.push({ set: instruction.local === 'set', element });
+    }
+  }
+  const failures = new Map<PatchOp, number>();
+  for (const op of ops) {
+    if (isLiveProperty(nameOf(op.element)) || target.node.kind === 'root') failures.set(op, 403);
+    else if (op.set && Buffer.byteLength(JSON.stringify(op.element)) > MAX_PROPERTY_BYTES) failures.set(op, 507);
+  }
+  if (failures.size === 0 && target.node.kind === 'resource') {
+    const final = new Map<string, PatchOp>();
+    for (const op of ops) final.set(`${op.element.ns} ${op.element.local}`, op);
+    const set = [...final.values()].filter((o) => o.set).map((o) => ({ namespace: o.element.ns, localName: o.element.local, value: JSON.stringify(o.element) }));
+    const remove = [...final.values()].filter((o) => !o.set).map((o) => ({ namespace: o.element.ns, localName: o.element.local }));
+    await r.services.repo.patch(r.userId, target.node.record.id, set, remove);
+  }
+  sendPatchResult(r, target.path.segments, target.node, ops, failures);
+}
+
+function sendPatchResult(r: DavRequest, segments: string[], node: DavNode, ops: PatchOp[], failures: Map<PatchOp, number>): void {
+  const byStatus = new Map<number, PatchOp[]>();
+  for (const op of ops) {
+    const status = failures.size === 0 ? 200 : (failures.get(op) ?? 424);
+    byStatus.set(status, [...(byStatus.get(status) ?? []), op]);
+  }
+  const propstats: XNode[] = [...byStatus].map(([status, list]) =>
+    dav('propstat', [
+      dav('prop', list.map((op) => named(op.element.ns, op.element.local))),
+      dav('status', statusLine(status)),
+      ...(status === 403 ? [dav('error', [dav('cannot-modify-protected-property')])] : []),
+    ]),
+  );
+  const multistatus = x('D:multistatus', [dav('response', [dav('href', hrefOf(segments, isCollection(node))), ...propstats])], ROOT_NAMESPACES);
+  r.res.status(207).type('application/xml; charset=utf-8').send(XML_DECLARATION + serialize(multistatus));
+}
+
+export { XML_DECLARATION };
