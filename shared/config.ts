@@ -1,11 +1,14 @@
 import Joi from 'joi';
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { parseClusterNodes, type RedisNode } from './redis/redis.connection';
 
 /** Everything the services read from the environment, validated once at start-up. */
 export interface Config {
   readonly databaseUrl: string;
   readonly redisUrl: string;
+  /** REDIS_CLUSTER_NODES: when set, every use of Redis goes to this cluster and redisUrl is unused. */
+  readonly redisClusterNodes: readonly RedisNode[] | undefined;
   readonly port: number;
   readonly workerPort: number;
   readonly dataDir: string;
@@ -43,6 +46,7 @@ export class ConfigError extends Error {}
 const schema = Joi.object({
   DATABASE_URL: Joi.string().uri({ scheme: ['mysql'] }).default('mysql://root@127.0.0.1:3306/filesync'),
   REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
+  REDIS_CLUSTER_NODES: Joi.string().custom(parseClusterNodes),
   PORT: Joi.number().integer().min(0).max(65535).default(8080),
   WORKER_PORT: Joi.number().integer().min(0).max(65535).default(9091),
   DATA_DIR: Joi.string().default('./data'),
@@ -125,6 +129,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return Object.freeze({
     databaseUrl: value.DATABASE_URL,
     redisUrl: value.REDIS_URL,
+    redisClusterNodes: value.REDIS_CLUSTER_NODES?.length ? Object.freeze(value.REDIS_CLUSTER_NODES.map((n: RedisNode) => Object.freeze(n))) : undefined,
     port: value.PORT,
     workerPort: value.WORKER_PORT,
     dataDir,

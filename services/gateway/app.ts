@@ -88,11 +88,11 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const trash = new TrashService(owners, trashRepo, new TrashPurger(owners, trashRepo, config.uploadDir, logger));
   const content = new ContentService(owners, resources, config.uploadDir, logger);
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
-  const principals = new PrincipalCache(config.authCacheMs, config.redisUrl, config.queuePrefix, logger);
+  const principals = new PrincipalCache(config.authCacheMs, config, config.queuePrefix, logger);
   const authenticated = requireUser(tokens, users, principals);
   const metrics = new GatewayMetrics(sync.queues);
   const uploads = createUploads({ config, files, content, resources, authenticated, logger });
-  const limits = new RateLimits(config.redisUrl, config.queuePrefix, logger);
+  const limits = new RateLimits(config, config.queuePrefix, logger);
   const basicFailures = new FailureLimit(limits.store('admin-basic'), config.loginRateLimit, (err) =>
     logger.warn({ reason: err instanceof Error ? err.message : String(err) }, 'dashboard failure limit: Redis unavailable, not counted'),
   );

@@ -18,16 +18,16 @@ async function main(): Promise<void> {
   const db = createDb(config.databaseUrl, { max: 20 });
   const jwtSecret = await resolveJwtSecret(config);
   const sync = new SyncClient(
-    { redisUrl: config.redisUrl, prefix: config.queuePrefix, timeoutMs: config.syncTimeoutMs, db },
+    { redis: config, prefix: config.queuePrefix, timeoutMs: config.syncTimeoutMs, db },
     logger,
   );
   const changes = new ChangeHub(
-    config.redisUrl,
+    config,
     config.queuePrefix,
     { maxHeld: config.feedMaxHeld, maxPerUser: config.feedMaxHeldPerUser },
     logger,
   );
-  const maintenance = openMaintenanceQueue(config.redisUrl, config.queuePrefix);
+  const maintenance = openMaintenanceQueue(config, config.queuePrefix);
   const gateway = buildGateway({ config, jwtSecret, db, sync, changes, logger, opsQueues: [maintenance] });
   const { hasher, storage } = gateway;
   if ((await ensureInitialAdmin(config, db, hasher)) === 'created') logger.info('initial administrator created');

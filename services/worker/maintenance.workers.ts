@@ -17,7 +17,7 @@ import {
   type MaintenanceJobData,
   type MaintenanceJobResult,
 } from '../../shared/queue/maintenance.contract';
-import { redisOptions } from '../../shared/queue/sync.contract';
+import { bullPrefix, closingWith, connectRedis } from '../../shared/redis/redis.connection';
 import { TusStore, tusDirectory } from '../../shared/uploads/tus.store';
 
 /** One scheduled housekeeping task: its job name (also its scheduler id), how often, and the work. */
@@ -67,10 +67,11 @@ export function maintenanceTasks(config: Config, owners: OwnerTransactions, db: 
  * runs from overlapping across workers, though each task is safe to run twice at once anyway.
  */
 export async function startMaintenance(config: Config, db: Db, logger: Logger): Promise<MaintenanceWorkers> {
-  const notifier = new RedisChangeNotifier(config.redisUrl, config.queuePrefix, logger);
+  const notifier = new RedisChangeNotifier(config, config.queuePrefix, logger);
   const tasks = new Map(maintenanceTasks(config, new OwnerTransactions(db, notifier), db, logger).map((t) => [t.name, t]));
-  const connection = redisOptions(config.redisUrl, 'blocking');
-  const queue = new Queue<MaintenanceJobData, MaintenanceJobResult>(MAINTENANCE_QUEUE, { connection, prefix: config.queuePrefix });
+  const prefix = bullPrefix(config, config.queuePrefix);
+  const queueConnection = connectRedis(config, 'blocking');
+  const queue = closingWith(new Queue<MaintenanceJobData, MaintenanceJobResult>(MAINTENANCE_QUEUE, { connection: queueConnection, prefix }), queueConnection);
   try {
     await queue.setGlobalConcurrency(1);
     for (const task of tasks.values()) {
@@ -79,7 +80,8 @@ export async function startMaintenance(config: Config, db: Db, logger: Logger): 
   } finally {
     await queue.close();
   }
-  const worker = new Worker<MaintenanceJobData, MaintenanceJobResult>(
+  const connection = connectRedis(config, 'blocking');
+  const worker = closingWith(new Worker<MaintenanceJobData, MaintenanceJobResult>(
     MAINTENANCE_QUEUE,
     async (job) => {
       const task = tasks.get(job.name);
@@ -91,8 +93,8 @@ export async function startMaintenance(config: Config, db: Db, logger: Logger): 
       logger[level]({ job: job.name, jobId: job.id, ...result, ms: Date.now() - started }, 'maintenance job done');
       return result;
     },
-    { connection, prefix: config.queuePrefix, concurrency: 1 },
-  );
+    { connection, prefix, concurrency: 1 },
+  ), connection);
   worker.on('failed', (job, err) => logger.error({ job: job?.name, jobId: job?.id, err: err.message }, 'maintenance job failed'));
   worker.on('error', (err) => logger.warn({ err: err.message }, 'maintenance worker connection error'));
   await worker.waitUntilReady();

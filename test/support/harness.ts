@@ -4,12 +4,13 @@ import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import IORedis from 'ioredis';
+import { Cluster } from 'ioredis';
 import { loadConfig, type Config } from '../../shared/config';
 import { createDb, type Db } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
 import { openMaintenanceQueue } from '../../shared/queue/maintenance.contract';
+import { connectRedis, masters, type RedisTarget } from '../../shared/redis/redis.connection';
 import { buildGateway } from '../../services/gateway/app';
 import type { PasswordHasher } from '../../services/gateway/auth/password.hasher';
 import { ensureInitialAdmin } from '../../services/gateway/bootstrap';
@@ -62,23 +63,31 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
       await db.raw(`DROP DATABASE IF EXISTS \`${name}\``).catch(() => undefined);
       await db.destroy();
       await fs.rm(uploadDir, { recursive: true, force: true });
-      await deleteQueueKeys(name);
+      await deleteQueueKeys(name, config);
     },
   };
 }
 
-/** Removes every Redis key under a test's queue prefix. */
-export async function deleteQueueKeys(prefix: string): Promise<void> {
-  const redis = new IORedis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
+/** Removes every Redis key under a test's queue prefix (plain or hash-tagged), on each master. */
+export async function deleteQueueKeys(prefix: string, target: RedisTarget = 'redis://127.0.0.1:6379'): Promise<void> {
+  const connection = connectRedis(target, 'producer', { enableOfflineQueue: true });
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    if (connection instanceof Cluster) await new Promise((resolve) => connection.once('ready', resolve));
+    for (const node of masters(connection)) {
+      for (const pattern of [`${prefix}:*`, `{${prefix}}:*`]) {
+        let cursor = '0';
+        do {
+          const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+          // One DEL per key: on a cluster the keys of one reply may live in different slots.
+          const pipeline = node.pipeline();
+          for (const key of keys) pipeline.del(key);
+          if (keys.length > 0) await pipeline.exec();
+          cursor = next;
+        } while (cursor !== '0');
+      }
+    }
   } finally {
-    redis.disconnect();
+    connection.disconnect();
   }
 }
 
@@ -96,16 +105,16 @@ export interface RunningGateway {
 export async function startGateway(env: TestEnv, serverOptions: HttpServerOptions = {}): Promise<RunningGateway> {
   const logger = createLogger('gateway', env.config.logLevel);
   const sync = new SyncClient(
-    { redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: env.config.syncTimeoutMs, db: env.db },
+    { redis: env.config, prefix: env.config.queuePrefix, timeoutMs: env.config.syncTimeoutMs, db: env.db },
     logger,
   );
   const changes = new ChangeHub(
-    env.config.redisUrl,
+    env.config,
     env.config.queuePrefix,
     { maxHeld: env.config.feedMaxHeld, maxPerUser: env.config.feedMaxHeldPerUser },
     logger,
   );
-  const maintenance = openMaintenanceQueue(env.config.redisUrl, env.config.queuePrefix);
+  const maintenance = openMaintenanceQueue(env.config, env.config.queuePrefix);
   const gateway = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes, logger, opsQueues: [maintenance] });
   await ensureInitialAdmin(env.config, env.db, gateway.hasher);
   await Promise.all([sync.ready(), changes.ready(), gateway.uploads.ready(), gateway.principals.ready()]);

@@ -29,7 +29,7 @@ export function createUploads(deps: {
 }): UploadsModule {
   const { config, logger } = deps;
   const store = new TusStore(config.uploadDir, config.uploadExpiryMs);
-  const locker = new RedisLocker({ redisUrl: config.redisUrl, prefix: config.queuePrefix }, logger);
+  const locker = new RedisLocker({ redis: config, prefix: config.queuePrefix }, logger);
   const service = new UploadsService(store, deps.files, deps.content, deps.resources);
   const tus = buildTusServer({ store, locker, uploads: service, maxUploadBytes: config.maxUploadBytes, logger });
   return {
