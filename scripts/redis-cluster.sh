@@ -6,6 +6,9 @@
 #       logs under DIR, joins them with `redis-cli --cluster create`, waits until every node says
 #       cluster_state:ok (and every replica is in sync), and prints the REDIS_CLUSTER_NODES value.
 #       DIR/nodes holds that value, DIR/ports one port per line (masters first).
+#   scripts/redis-cluster.sh restart DIR PORT
+#       starts the node of PORT again (after it was killed): it rejoins the cluster, as a replica when
+#       its replica took its slots over meanwhile.
 #   scripts/redis-cluster.sh stop DIR
 #       stops every node started in DIR (SHUTDOWN NOSAVE) and removes DIR.
 #
@@ -13,7 +16,7 @@
 # replica takes over within about two seconds.
 set -euo pipefail
 
-usage() { echo "usage: $0 start DIR [MASTERS] [REPLICAS_PER_MASTER] | stop DIR" >&2; exit 2; }
+usage() { echo "usage: $0 start DIR [MASTERS] [REPLICAS_PER_MASTER] | restart DIR PORT | stop DIR" >&2; exit 2; }
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -53,6 +56,22 @@ replicas_synced() {
   done
 }
 
+launch() {
+  local dir=$1 p=$2
+  redis-server --port "$p" --bind 127.0.0.1 --daemonize yes --dir "$dir" \
+    --pidfile "$dir/redis-$p.pid" --logfile "$dir/redis-$p.log" \
+    --cluster-enabled yes --cluster-config-file "nodes-$p.conf" --cluster-node-timeout 1000 \
+    --save "" --appendonly no
+}
+
+restart() {
+  local dir=$1 p=$2
+  launch "$dir" "$p"
+  wait_until "node $p answering" bash -c "[ \"\$(redis-cli -p $p ping 2>/dev/null)\" = PONG ]"
+  mapfile -t ports <"$dir/ports"
+  wait_until "cluster_state:ok on every node" cluster_ok
+}
+
 start() {
   local dir=$1 masters=${2:-3} replicas=${3:-0}
   local total=$(( masters * (1 + replicas) ))
@@ -60,12 +79,7 @@ start() {
   dir=$(cd "$dir" && pwd)
   ports=()
   for _ in $(seq 1 "$total"); do ports+=("$(pick_port "${ports[@]}")"); done
-  for p in "${ports[@]}"; do
-    redis-server --port "$p" --bind 127.0.0.1 --daemonize yes --dir "$dir" \
-      --pidfile "$dir/redis-$p.pid" --logfile "$dir/redis-$p.log" \
-      --cluster-enabled yes --cluster-config-file "nodes-$p.conf" --cluster-node-timeout 1000 \
-      --save "" --appendonly no
-  done
+  for p in "${ports[@]}"; do launch "$dir" "$p"; done
   for p in "${ports[@]}"; do wait_until "node $p answering" bash -c "[ \"\$(redis-cli -p $p ping 2>/dev/null)\" = PONG ]"; done
   local hosts=()
   for p in "${ports[@]}"; do hosts+=("127.0.0.1:$p"); done
@@ -99,6 +113,7 @@ stop() {
 
 case "${1:-}" in
   start) [ $# -ge 2 ] || usage; start "$2" "${3:-3}" "${4:-0}" ;;
+  restart) [ $# -eq 3 ] || usage; restart "$2" "$3" ;;
   stop) [ $# -eq 2 ] || usage; stop "$2" ;;
   *) usage ;;
 esac

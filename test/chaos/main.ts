@@ -1,12 +1,15 @@
 /**
- * `npm run chaos [-- --minutes=3] [-- --workers=3] [-- --devices=12] [-- --keep]`
+ * `npm run chaos [-- --minutes=3] [-- --workers=3] [-- --devices=12] [-- --redis=cluster] [-- --keep]`
  *
  * A fault-injection run against real processes: one gateway and several workers built into dist/,
  * a database of its own on the local MySQL/MariaDB (DATABASE_HOST_URL, default root@127.0.0.1:3306)
  * and a redis-server of its own on a free port (with an append-only file). Devices send sequential
  * batches and resend each one until it is answered 200, recording every answer. Faults: workers and
  * the gateway SIGKILLed and restarted, Redis restarted with and without its data, a worker frozen
- * with SIGSTOP for 25 s. At the end MySQL is checked against every answer; the exit code is non-zero
+ * with SIGSTOP for 25 s. With `--redis=cluster` the services run on a six-node Redis Cluster (three
+ * masters, three replicas; scripts/redis-cluster.sh) instead, and the Redis faults are the master
+ * serving the queues' slot SIGKILLed, its replica taking over, the dead node restarted as a replica
+ * (then the same for another master). At the end MySQL is checked against every answer; the exit code is non-zero
  * when anything was lost, doubled, applied out of order or left hanging.
  */
 import { randomBytes } from 'node:crypto';
@@ -15,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createDb } from '../../shared/db/knex';
 import { Api } from '../support/client';
+import { RedisCluster } from '../support/redis.cluster';
 import { freePort, RedisServer } from '../support/redis.server';
 import { verify, type DeviceInfo } from './check';
 import { ChaosDevice, type Attempt } from './device';
@@ -30,6 +34,7 @@ const args = Object.fromEntries(
 const MINUTES = Number(args.minutes ?? 3);
 const WORKERS = Number(args.workers ?? 3);
 const DEVICES = Number(args.devices ?? 12);
+const ON_CLUSTER = args.redis === 'cluster';
 const SYNC_TIMEOUT_MS = 10_000;
 const HANG_MS = SYNC_TIMEOUT_MS + 5_000;
 const ADMIN = { username: 'chaos-admin', password: 'chaos-admin-password' };
@@ -42,13 +47,14 @@ async function main(): Promise<void> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), `${name}-`));
   const server = (process.env.DATABASE_HOST_URL ?? 'mysql://root@127.0.0.1:3306').replace(/\/$/, '');
   const databaseUrl = `${server}/${name}`;
-  const redis = await RedisServer.start();
+  const redis = ON_CLUSTER ? await RedisCluster.start(3, 1) : await RedisServer.start();
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  log(`database ${name}, redis on ${redis.port}, gateway on ${port}, ${WORKERS} workers, ${DEVICES} devices, ${MINUTES} min; logs in ${dir}`);
+  const where = redis instanceof RedisCluster ? `a Redis Cluster on ${redis.nodes}` : `redis on ${redis.port}`;
+  log(`database ${name}, ${where}, gateway on ${port}, ${WORKERS} workers, ${DEVICES} devices, ${MINUTES} min; logs in ${dir}`);
   const env = {
     DATABASE_URL: databaseUrl,
-    REDIS_URL: redis.url,
+    ...(redis instanceof RedisCluster ? { REDIS_CLUSTER_NODES: redis.nodes } : { REDIS_URL: redis.url }),
     DATA_DIR: dir,
     UPLOAD_DIR: path.join(dir, 'uploads'),
     JWT_SECRET: randomBytes(32).toString('hex'),
@@ -88,7 +94,7 @@ async function main(): Promise<void> {
     let stopping = false;
     let drainUntil = Number.POSITIVE_INFINITY;
     const loops = devices.map((d) => d.run(() => stopping, () => drainUntil));
-    const faults = await runFaults({ gateway, workers, redis, endAt, devices });
+    const faults = await runFaults({ gateway, workers, redis, queueSlotKey: `{${name}}`, endAt, devices });
 
     stopping = true;
     drainUntil = Date.now() + 60_000;
@@ -129,7 +135,9 @@ async function main(): Promise<void> {
 interface Cast {
   gateway: Service;
   workers: Service[];
-  redis: RedisServer;
+  redis: RedisServer | RedisCluster;
+  /** The key whose slot holds the queues on a cluster (the hash tag of the prefix). */
+  queueSlotKey: string;
   endAt: number;
   devices: ChaosDevice[];
 }
@@ -163,9 +171,16 @@ async function runFaults(c: Cast): Promise<FaultEvent[]> {
       await c.gateway.start('gateway listening');
     });
     await waitUntil(t0 + 50_000);
-    await fault('Redis restart with persistence (AOF kept)', () => c.redis.restart(true));
-    await waitUntil(t0 + 62_000);
-    await fault('Redis restart without persistence (data lost)', () => c.redis.restart(false));
+    const redis = c.redis;
+    if (redis instanceof RedisCluster) {
+      await fault('SIGKILL the Redis master of the queues\' slot; its replica takes over', () => masterFailover(redis, c.queueSlotKey));
+      await waitUntil(t0 + 62_000);
+      await fault('SIGKILL the Redis master of the queues\' slot again (the restarted node\'s peer)', () => masterFailover(redis, c.queueSlotKey));
+    } else {
+      await fault('Redis restart with persistence (AOF kept)', () => redis.restart(true));
+      await waitUntil(t0 + 62_000);
+      await fault('Redis restart without persistence (data lost)', () => redis.restart(false));
+    }
     await waitUntil(t0 + 75_000);
     await fault('SIGSTOP a worker for 25 s, then SIGCONT', async () => {
       const w = pickWorker();
@@ -179,6 +194,22 @@ async function runFaults(c: Cast): Promise<FaultEvent[]> {
   }
   await waitUntil(c.endAt);
   return events;
+}
+
+/**
+ * Kills the master that serves `key`'s slot, waits for its replica to be elected (the fault ends
+ * there), then starts the dead node again: it rejoins as the new master's replica, so the next
+ * round has a replica to fail over to.
+ */
+async function masterFailover(cluster: RedisCluster, key: string): Promise<number> {
+  const master = await cluster.masterOf(key);
+  const killedAt = Date.now();
+  await cluster.kill(master);
+  const successor = await cluster.failedOver(key, master);
+  const endAt = Date.now();
+  log(`  master ${master} killed; ${successor} serves the slot after ${((endAt - killedAt) / 1000).toFixed(1)} s`);
+  await cluster.restart(master);
+  return endAt;
 }
 
 main().catch((err: unknown) => {

@@ -83,6 +83,11 @@ export class RedisCluster {
     }
   }
 
+  /** Starts a killed node again; it rejoins the cluster (as a replica once its replica took over). */
+  async restart(port: number): Promise<void> {
+    await run('bash', [script(), 'restart', this.dir, String(port)], { timeout: 60_000 });
+  }
+
   async stop(): Promise<void> {
     await run('bash', [script(), 'stop', this.dir], { timeout: 30_000 });
   }
