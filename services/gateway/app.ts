@@ -11,6 +11,9 @@ import { ResourceRepository } from '../../shared/db/resource.repository';
 import { TrashRepository } from '../../shared/db/trash.repository';
 import { UserRepository } from '../../shared/db/user.repository';
 import { TrashPurger } from '../../shared/lifecycle/trash.purger';
+import type { ContentStore } from '../../shared/storage/content.store';
+import { ContentWriter } from '../../shared/storage/content.writer';
+import { createContentStore } from '../../shared/storage/store.factory';
 import { newId } from '../../shared/ids';
 import type { Logger } from '../../shared/logger';
 import { requireToken, requireUser } from './auth/auth.middleware';
@@ -30,7 +33,6 @@ import { ContentService } from './content/content.service';
 import { deviceRoutes } from './devices/devices.routes';
 import { fileRoutes } from './files/files.routes';
 import { FilesService } from './files/files.service';
-import { StagingStorage } from './files/upload.storage';
 import { errorHandler, notFoundHandler, refuseDeepJson } from './http/errors.middleware';
 import { AdminGate } from './ops/dashboard.auth';
 import { dashboardRoutes } from './ops/dashboard.routes';
@@ -42,6 +44,7 @@ import { syncRoutes } from './sync/sync.routes';
 import type { SyncClient } from './sync/sync.client';
 import { trashRoutes } from './trash/trash.routes';
 import { TrashService } from './trash/trash.service';
+import { UploadStaging } from './uploads/upload.staging';
 import { createUploads, type UploadsModule } from './uploads/uploads.module';
 import { userRoutes } from './users/users.routes';
 
@@ -54,12 +57,15 @@ export interface GatewayDeps {
   logger: Logger;
   /** Queues shown on the dashboard besides the sync shards (the maintenance queue). */
   opsQueues?: Queue[];
+  /** The content store; by default the one the configuration names. */
+  store?: ContentStore;
 }
 
 export interface Gateway {
   app: Express;
   hasher: PasswordHasher;
-  storage: StagingStorage;
+  store: ContentStore;
+  storage: UploadStaging;
   metrics: GatewayMetrics;
   /** Resumable uploads; `ready()` once their lock's Redis subscription is up. */
   uploads: UploadsModule;
@@ -81,17 +87,19 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const hasher = new PasswordHasher(new ConcurrencyLimiter(config.loginConcurrency, config.loginQueueTimeoutMs));
   const tokens = new TokenService(deps.jwtSecret);
   const auth = new AuthService(users, devices, hasher, tokens);
-  const storage = new StagingStorage(config.uploadDir);
+  const store = deps.store ?? createContentStore(config);
+  const storage = new UploadStaging(store);
   const owners = new OwnerTransactions(db, deps.changes);
-  const files = new FilesService(owners, resources, config.uploadDir, new ListingRepository(db));
+  const writer = new ContentWriter(owners, store, logger);
+  const files = new FilesService(owners, resources, writer, new ListingRepository(db), store);
   const trashRepo = new TrashRepository(db);
-  const trash = new TrashService(owners, trashRepo, new TrashPurger(owners, trashRepo, config.uploadDir, logger));
-  const content = new ContentService(owners, resources, config.uploadDir, logger);
+  const trash = new TrashService(owners, trashRepo, new TrashPurger(owners, trashRepo, store, logger));
+  const content = new ContentService(resources, writer);
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const principals = new PrincipalCache(config.authCacheMs, config, config.queuePrefix, logger);
   const authenticated = requireUser(tokens, users, principals);
   const metrics = new GatewayMetrics(sync.queues);
-  const uploads = createUploads({ config, files, content, resources, authenticated, logger });
+  const uploads = createUploads({ config, store, files, content, resources, authenticated, logger });
   const limits = new RateLimits(config, config.queuePrefix, logger);
   const basicFailures = new FailureLimit(limits.store('admin-basic'), config.loginRateLimit, (err) =>
     logger.warn({ reason: err instanceof Error ? err.message : String(err) }, 'dashboard failure limit: Redis unavailable, not counted'),
@@ -164,6 +172,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   return {
     app,
     hasher,
+    store,
     storage,
     metrics,
     uploads,

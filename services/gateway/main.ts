@@ -1,8 +1,11 @@
 import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from '../../shared/config';
+import { ContentRepository } from '../../shared/db/content.repository';
 import { createDb } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
+import { createContentStore } from '../../shared/storage/store.factory';
+import { claimStore, StoreMismatchError } from '../../shared/storage/store.identity';
 import { openMaintenanceQueue } from '../../shared/queue/maintenance.contract';
 import { buildGateway } from './app';
 import { ensureInitialAdmin, resolveJwtSecret, StartupError } from './bootstrap';
@@ -16,6 +19,9 @@ async function main(): Promise<void> {
   const logger = createLogger('gateway', config.logLevel);
   await migrateToLatest(config.databaseUrl);
   const db = createDb(config.databaseUrl, { max: 20 });
+  // Before anything reads or writes content: refuses to start on a store that is not the database's.
+  const store = createContentStore(config);
+  await claimStore(store, new ContentRepository(db));
   const jwtSecret = await resolveJwtSecret(config);
   const sync = new SyncClient(
     { redis: config, prefix: config.queuePrefix, timeoutMs: config.syncTimeoutMs, db },
@@ -28,7 +34,7 @@ async function main(): Promise<void> {
     logger,
   );
   const maintenance = openMaintenanceQueue(config, config.queuePrefix);
-  const gateway = buildGateway({ config, jwtSecret, db, sync, changes, logger, opsQueues: [maintenance] });
+  const gateway = buildGateway({ config, jwtSecret, db, sync, changes, logger, opsQueues: [maintenance], store });
   const { hasher, storage } = gateway;
   if ((await ensureInitialAdmin(config, db, hasher)) === 'created') logger.info('initial administrator created');
   await Promise.all([hasher.warmUp(), sync.ready(), changes.ready(), gateway.uploads.ready(), gateway.principals.ready(), storage.sweep(24 * 3600 * 1000)]);
@@ -61,7 +67,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof ConfigError || err instanceof StartupError) {
+  if (err instanceof ConfigError || err instanceof StartupError || err instanceof StoreMismatchError) {
     console.error(`filesync gateway: ${err.message}`);
   } else {
     console.error(`filesync gateway: failed to start: ${err instanceof Error ? err.message : String(err)}`);

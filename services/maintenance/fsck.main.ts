@@ -4,15 +4,19 @@ import { createDb } from '../../shared/db/knex';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { createLogger } from '../../shared/logger';
 import { RedisChangeNotifier } from '../../shared/queue/change.channel';
-import { DEFAULT_FSCK_OPTIONS, Fsck, problemsFound, type FsckOptions } from './fsck';
+import { createContentStore } from '../../shared/storage/store.factory';
+import { StoreMismatchError } from '../../shared/storage/store.identity';
+import { DEFAULT_FSCK_OPTIONS, Fsck, FsckRefusal, problemsFound, type FsckOptions } from './fsck';
 
-const USAGE = 'usage: npm run fsck -- [--repair] [--min-age=<seconds>]';
+const USAGE = 'usage: npm run fsck -- [--repair] [--min-age=<seconds>] [--allow-many-missing] [--claim-store]';
 
 function parseArgs(argv: string[]): FsckOptions {
   const options = { ...DEFAULT_FSCK_OPTIONS };
   for (const arg of argv) {
     const minAge = /^--min-age=(\d+)$/.exec(arg);
     if (arg === '--repair') options.repair = true;
+    else if (arg === '--allow-many-missing') options.allowManyMissing = true;
+    else if (arg === '--claim-store') options.claimStore = true;
     else if (minAge) options.orphanMinAgeMs = Number(minAge[1]) * 1000;
     else throw new ConfigError(`unknown argument ${arg}\n${USAGE}`);
   }
@@ -22,7 +26,9 @@ function parseArgs(argv: string[]): FsckOptions {
 /**
  * `npm run fsck`: compares UPLOAD_DIR with the database named by the same environment as the services.
  * Exit code 0 when the store is consistent (or, with --repair, was repaired), 1 when problems were
- * found (without --repair), 2 when the check itself could not run.
+ * found (without --repair), 2 when the check itself could not run (an unreadable file is such a
+ * failure, never "missing"), 3 when it refused: the store is not the database's, or, with --repair,
+ * more than a tenth of the content is missing. A refusal changes nothing.
  */
 async function main(): Promise<number> {
   const options = parseArgs(process.argv.slice(2));
@@ -30,12 +36,17 @@ async function main(): Promise<number> {
   const db = createDb(config.databaseUrl, { max: 2 });
   const notifier = new RedisChangeNotifier(config, config.queuePrefix, createLogger('fsck', 'silent'));
   try {
-    const fsck = new Fsck(config.uploadDir, new ContentRepository(db), new OwnerTransactions(db, notifier));
+    const store = createContentStore(config);
+    const fsck = new Fsck(store, new ContentRepository(db), new OwnerTransactions(db, notifier));
     const report = await fsck.run(options);
     for (const key of report.orphans) console.log(`orphan file: ${key}`);
     for (const m of report.missing) console.log(`missing content: resource ${m.id} (user ${m.userId}) expects ${m.storageKey}`);
-    console.log(`checked ${report.files} files under ${config.uploadDir} and ${report.resources} resources with content`);
+    console.log(`checked ${report.files} files under ${store.location} and ${report.resources} resources with content`);
     console.log(`found ${report.orphans.length} orphan files and ${report.missing.length} resources with missing content`);
+    if (report.refused) {
+      console.error(`filesync fsck: refused: ${report.refused}`);
+      return 3;
+    }
     if (report.repaired) {
       console.log(`repaired: removed ${report.repaired.orphansRemoved} orphan files; detached the missing content of ${report.repaired.contentCleared} resources (they now read as files without content, rev + 1, in the change feed)`);
       return 0;
@@ -51,6 +62,10 @@ main().then(
   (code) => process.exit(code),
   (err: unknown) => {
     const message = err instanceof Error ? err.message : String(err);
+    if (err instanceof FsckRefusal || err instanceof StoreMismatchError) {
+      console.error(`filesync fsck: refused: ${message}`);
+      process.exit(3);
+    }
     console.error(err instanceof ConfigError ? `filesync fsck: ${message}` : `filesync fsck: failed: ${message}`);
     process.exit(2);
   },

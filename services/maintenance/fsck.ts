@@ -1,17 +1,7 @@
-import { promises as fs } from 'node:fs';
-import path from 'node:path';
 import type { ContentHolder, ContentRepository } from '../../shared/db/content.repository';
 import type { OwnerTransactions } from '../../shared/db/owner.transaction';
-import { contentPath } from '../../shared/lifecycle/content.files';
-
-/** Staged uploads: a file here is in flight while young, left over by a crash once old. */
-export const STAGING_PREFIX = '.staging/';
-
-/**
- * Folders under UPLOAD_DIR that hold bytes no resource points at by design (uploads in progress kept
- * by other components, such as resumable uploads): never reported, never removed.
- */
-export const IGNORED_PREFIXES: readonly string[] = ['.tus/', '.uploads/', 'tus/'];
+import { isStagingKey, type ContentStore } from '../../shared/storage/content.store';
+import { claimStoreKnowingly, readIdentity } from '../../shared/storage/store.identity';
 
 export interface FsckOptions {
   repair: boolean;
@@ -19,67 +9,82 @@ export interface FsckOptions {
   orphanMinAgeMs: number;
   /** Staged files younger than this are uploads in progress. */
   stagingMinAgeMs: number;
+  /** Marks a store without a marker as the database's before checking (`--claim-store`). */
+  claimStore?: boolean;
+  /** Repairs even when more than a tenth of the expected content is missing (`--allow-many-missing`). */
+  allowManyMissing?: boolean;
 }
+
+/** fsck will not run on this store, or will not repair it; nothing was changed. */
+export class FsckRefusal extends Error {}
 
 export const DEFAULT_FSCK_OPTIONS: FsckOptions = { repair: false, orphanMinAgeMs: 10 * 60_000, stagingMinAgeMs: 3600_000 };
 
 export interface FsckReport {
-  /** Files looked at (ignored folders and top-level files excluded). */
+  /** Objects looked at: content and staged uploads (the marker and resumable uploads excluded). */
   files: number;
   /** Resources with content whose file was checked. */
   resources: number;
-  /** Content files no resource points at, relative to UPLOAD_DIR. */
+  /** Content keys no resource points at, and staged uploads left by a crash. */
   orphans: string[];
   /** Resources (active or in the trash) whose content file is missing. */
   missing: ContentHolder[];
   /** With --repair: orphans removed, and resources whose content was detached (rev + 1, in the feed). */
   repaired: { orphansRemoved: number; contentCleared: number } | null;
+  /** With --repair: why nothing was repaired, when so much content is missing that the store looks damaged. */
+  refused?: string;
+}
+
+/**
+ * More missing than this share of the expected content (and more than one resource) looks like a
+ * damaged or half-mounted store rather than lost files: detaching it all would hide the damage.
+ */
+export const MISSING_SHARE_LIMIT = 0.1;
+
+export function tooManyMissing(report: Pick<FsckReport, 'missing' | 'resources'>): boolean {
+  return report.missing.length > 1 && report.missing.length > report.resources * MISSING_SHARE_LIMIT;
 }
 
 export const problemsFound = (r: FsckReport): boolean => r.orphans.length > 0 || r.missing.length > 0;
 
 const PAGE = 1000;
 
-/** Regular files under `dir` as paths relative to it with '/' separators, with their mtime. */
-async function* walk(dir: string, prefix = ''): AsyncGenerator<{ key: string; mtimeMs: number }> {
-  const entries = await fs.readdir(path.join(dir, prefix), { withFileTypes: true }).catch(() => []);
-  for (const entry of entries) {
-    const key = prefix ? `${prefix}/${entry.name}` : entry.name;
-    if (entry.isDirectory()) {
-      if (IGNORED_PREFIXES.some((p) => `${key}/`.startsWith(p))) continue;
-      yield* walk(dir, key);
-    } else if (entry.isFile() && prefix !== '') {
-      // Content always sits in a folder (`<deviceId>/...`); a top-level file is not ours to judge.
-      const stat = await fs.stat(path.join(dir, key)).catch(() => undefined);
-      if (stat) yield { key, mtimeMs: stat.mtimeMs };
-    }
-  }
-}
-
-const exists = (file: string) =>
-  fs.stat(file).then(
-    (s) => s.isFile(),
-    () => false,
-  );
-
 /**
- * Compares the content files under UPLOAD_DIR with the rows that point at them, read-only unless
+ * Compares the content store with the rows that point at its keys, read-only unless
  * `repair`. Both directions are checked twice before they count: a file is an orphan only when it
  * is old enough and no row points at it; content is missing only when the row still points at the
  * same key after the file was found absent (content replaced meanwhile is not missing).
  */
 export class Fsck {
   constructor(
-    private readonly uploadDir: string,
+    private readonly store: ContentStore,
     private readonly content: ContentRepository,
     private readonly owners: OwnerTransactions,
   ) {}
 
+  /**
+   * Checks, and with `repair` repairs. Throws FsckRefusal, before looking at anything, when the store
+   * does not carry the database's marker: on the wrong store every file would read as missing.
+   */
   async run(options: FsckOptions = DEFAULT_FSCK_OPTIONS): Promise<FsckReport> {
+    if (options.claimStore) await claimStoreKnowingly(this.store, this.content);
+    const identity = await readIdentity(this.store, this.content);
+    if (!identity.matches) {
+      throw new FsckRefusal(
+        identity.recorded === undefined
+          ? `the database has no content store yet (start the gateway or a worker once); nothing was checked`
+          : `${this.store.location} is not this database's content store (its marker: ${identity.marker ?? 'none'}, expected ${identity.recorded}); nothing was checked or changed. If it is the right store and only its marker was lost, run again with --claim-store`,
+      );
+    }
     const report: FsckReport = { files: 0, resources: 0, orphans: [], missing: [], repaired: null };
     await this.findOrphans(options, report);
     await this.findMissing(report);
-    if (options.repair) report.repaired = { orphansRemoved: await this.removeOrphans(report.orphans), contentCleared: await this.clearMissing(report.missing) };
+    if (!options.repair) return report;
+    if (tooManyMissing(report) && !options.allowManyMissing) {
+      report.refused = `${report.missing.length} of ${report.resources} resources have no content in the store, more than a tenth: the store looks damaged or incompletely mounted, so nothing was repaired. Fix the store and check again, or, if the content is really lost, repair with --allow-many-missing`;
+      return report;
+    }
+    report.repaired = { orphansRemoved: await this.removeOrphans(report.orphans), contentCleared: await this.clearMissing(report.missing) };
     return report;
   }
 
@@ -91,10 +96,12 @@ export class Fsck {
       for (const key of batch) if (!referenced.has(key)) report.orphans.push(key);
       batch = [];
     };
-    for await (const file of walk(this.uploadDir)) {
+    for await (const file of this.store.walk()) {
       report.files++;
-      const minAge = file.key.startsWith(STAGING_PREFIX) ? options.stagingMinAgeMs : options.orphanMinAgeMs;
-      if (now - file.mtimeMs < minAge) continue;
+      // A content key is dated from its placing (ContentStore.place), so bytes received long ago
+      // but placed moments ago, by a commit that may not be visible yet, are young.
+      const minAge = isStagingKey(file.key) ? options.stagingMinAgeMs : options.orphanMinAgeMs;
+      if (now - file.modifiedAt.getTime() < minAge) continue;
       batch.push(file.key);
       if (batch.length >= PAGE) await flush();
     }
@@ -102,6 +109,7 @@ export class Fsck {
     report.orphans.sort();
   }
 
+  /** Content counts as missing only when the store says it does not exist; any other failure stops the check. */
   private async findMissing(report: FsckReport): Promise<void> {
     let after = '';
     for (;;) {
@@ -109,7 +117,7 @@ export class Fsck {
       if (holders.length === 0) break;
       for (const holder of holders) {
         report.resources++;
-        if (await exists(contentPath(this.uploadDir, holder.storageKey))) continue;
+        if (await this.store.stat(holder.storageKey)) continue;
         if ((await this.content.storageKeyOf(holder.id)) === holder.storageKey) report.missing.push(holder);
       }
       after = holders[holders.length - 1]!.id;
@@ -121,7 +129,7 @@ export class Fsck {
     let removed = 0;
     for (const key of orphans) {
       if ((await this.content.referenced([key])).size > 0) continue;
-      await fs.rm(contentPath(this.uploadDir, key), { force: true });
+      await this.store.remove(key);
       removed++;
     }
     return removed;
@@ -134,7 +142,7 @@ export class Fsck {
       const done = await this.owners.run(holder.userId, async (trx, clock) => {
         const repo = this.content.withTransaction(trx);
         if ((await repo.storageKeyOf(holder.id)) !== holder.storageKey) return false;
-        if (await exists(contentPath(this.uploadDir, holder.storageKey))) return false;
+        if (await this.store.stat(holder.storageKey)) return false;
         return repo.clearContent(holder.userId, holder.id, holder.storageKey, new Date(), clock.next());
       });
       if (done) cleared++;

@@ -1,7 +1,10 @@
 import { ConfigError, loadConfig } from '../../shared/config';
+import { ContentRepository } from '../../shared/db/content.repository';
 import { createDb } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
+import { createContentStore } from '../../shared/storage/store.factory';
+import { claimStore, StoreMismatchError } from '../../shared/storage/store.identity';
 import { startMaintenance } from './maintenance.workers';
 import { startOpsServer } from './ops.server';
 import { startSyncWorkers } from './sync.workers';
@@ -17,9 +20,12 @@ async function main(): Promise<void> {
     max: config.syncConcurrency + 3,
     session: workerSession({ lockWaitS: config.syncLockWaitS, deadlineMs: config.syncBatchDeadlineMs }),
   });
+  // Before the maintenance jobs purge or expire anything: refuses to start on a store that is not the database's.
+  const store = createContentStore(config);
+  await claimStore(store, new ContentRepository(db));
   const metrics = new WorkerMetrics();
   const sync = await startSyncWorkers(config, db, logger, metrics.recordApplied);
-  const maintenance = await startMaintenance(config, db, logger);
+  const maintenance = await startMaintenance(config, db, logger, store);
   metrics.observe(sync.workers);
   const ops = await startOpsServer(config.workerPort, db, sync.workers, logger, metrics.registry);
   logger.info({ concurrency: config.syncConcurrency, prefix: config.queuePrefix }, 'worker ready');
@@ -48,6 +54,7 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   const message = err instanceof Error ? err.message : String(err);
-  console.error(err instanceof ConfigError ? `filesync worker: ${message}` : `filesync worker: failed to start: ${message}`);
+  const known = err instanceof ConfigError || err instanceof StoreMismatchError;
+  console.error(known ? `filesync worker: ${message}` : `filesync worker: failed to start: ${message}`);
   process.exit(1);
 });

@@ -1,4 +1,3 @@
-import { promises as fs } from 'node:fs';
 import { Queue, Worker } from 'bullmq';
 import type { Config } from '../../shared/config';
 import type { Db } from '../../shared/db/knex';
@@ -18,7 +17,8 @@ import {
   type MaintenanceJobResult,
 } from '../../shared/queue/maintenance.contract';
 import { bullPrefix, closingWith, connectRedis } from '../../shared/redis/redis.connection';
-import { TusStore, tusDirectory } from '../../shared/uploads/tus.store';
+import type { ContentStore, ResumableDataStore } from '../../shared/storage/content.store';
+import { createContentStore } from '../../shared/storage/store.factory';
 
 /** One scheduled housekeeping task: its job name (also its scheduler id), how often, and the work. */
 export interface MaintenanceTask {
@@ -33,11 +33,11 @@ export interface MaintenanceWorkers {
 }
 
 /** The tasks of this deployment. Another task is one more entry here and a job name in the contract. */
-export function maintenanceTasks(config: Config, owners: OwnerTransactions, db: Db, logger: Logger): MaintenanceTask[] {
+export function maintenanceTasks(config: Config, store: ContentStore, owners: OwnerTransactions, db: Db, logger: Logger): MaintenanceTask[] {
   const trash = new TrashRepository(db);
-  const purger = new TrashPurger(owners, trash, config.uploadDir, logger);
+  const purger = new TrashPurger(owners, trash, store, logger);
   const retention = retentionMs(config.trashRetentionDays);
-  let uploads: TusStore | undefined;
+  let uploads: ResumableDataStore | undefined;
   return [
     {
       name: PURGE_TRASH_JOB,
@@ -49,12 +49,7 @@ export function maintenanceTasks(config: Config, owners: OwnerTransactions, db: 
       name: EXPIRE_UPLOADS_JOB,
       everyMs: uploadExpirySweepMs(config.uploadExpiryMs),
       run: async () => {
-        // Made once its folder is known to exist: the store's constructor creates the folder without
-        // a way to report failure, and a missing volume should fail a run, not the process.
-        if (!uploads) {
-          await fs.mkdir(tusDirectory(config.uploadDir), { recursive: true });
-          uploads = new TusStore(config.uploadDir, config.uploadExpiryMs);
-        }
+        uploads ??= store.resumable.dataStore(config.uploadExpiryMs);
         return { uploadsRemoved: await uploads.deleteExpired() };
       },
     },
@@ -66,9 +61,14 @@ export function maintenanceTasks(config: Config, owners: OwnerTransactions, db: 
  * stand, without duplicates) and consumes the maintenance queue. A global concurrency of 1 keeps two
  * runs from overlapping across workers, though each task is safe to run twice at once anyway.
  */
-export async function startMaintenance(config: Config, db: Db, logger: Logger): Promise<MaintenanceWorkers> {
+export async function startMaintenance(
+  config: Config,
+  db: Db,
+  logger: Logger,
+  store: ContentStore = createContentStore(config),
+): Promise<MaintenanceWorkers> {
   const notifier = new RedisChangeNotifier(config, config.queuePrefix, logger);
-  const tasks = new Map(maintenanceTasks(config, new OwnerTransactions(db, notifier), db, logger).map((t) => [t.name, t]));
+  const tasks = new Map(maintenanceTasks(config, store, new OwnerTransactions(db, notifier), db, logger).map((t) => [t.name, t]));
   const prefix = bullPrefix(config, config.queuePrefix);
   const queueConnection = connectRedis(config, 'blocking');
   const queue = closingWith(new Queue<MaintenanceJobData, MaintenanceJobResult>(MAINTENANCE_QUEUE, { connection: queueConnection, prefix }), queueConnection);

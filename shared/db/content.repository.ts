@@ -11,8 +11,8 @@ export interface ContentHolder {
 }
 
 /**
- * SQL of the consistency check between rows and content files. A row holds content while its
- * storage_key is set; purged tombstones have none.
+ * SQL of the consistency check between rows and content files, and of the store's identity. A row
+ * holds content while its storage_key is set; purged tombstones have none.
  */
 export class ContentRepository {
   constructor(private readonly db: Knex | Knex.Transaction) {}
@@ -60,5 +60,23 @@ export class ContentRepository {
       .where({ user_id: userId, id, storage_key: storageKey })
       .update({ storage_key: null, size_bytes: 0, content_sha256: null, updated_at: now, change_seq: seq, rev: this.db.raw('rev + 1') });
     return n > 0;
+  }
+
+  /** The content store id recorded for this database; undefined before its first start with a store. */
+  async recordedStoreId(): Promise<string | undefined> {
+    const row = await this.db('content_store').where({ singleton: 1 }).first<{ store_id: string } | undefined>('store_id');
+    return row?.store_id;
+  }
+
+  /** Records `storeId` unless an id is recorded already (another process starting at once); returns the one recorded. */
+  async recordStoreId(storeId: string): Promise<string> {
+    await this.db.raw('INSERT IGNORE INTO content_store (singleton, store_id, created_at) VALUES (1, ?, ?)', [storeId, new Date()]);
+    return (await this.recordedStoreId()) as string;
+  }
+
+  /** Storage keys of up to `limit` resources that hold content (active or in the trash). */
+  async someStorageKeys(limit: number): Promise<string[]> {
+    const rows = await this.db('resources').whereNotNull('storage_key').limit(limit).select<{ storage_key: string }[]>('storage_key');
+    return rows.map((r) => r.storage_key);
   }
 }

@@ -1,7 +1,7 @@
 import type { OwnerTransactions } from '../db/owner.transaction';
 import type { PurgedEntry, TrashRepository } from '../db/trash.repository';
 import type { Logger } from '../logger';
-import { removeContent } from './content.files';
+import type { ContentStore } from '../storage/content.store';
 
 export interface PurgeRun {
   purged: number;
@@ -14,7 +14,7 @@ export const retentionMs = (days: number): number => Math.round(days * DAY_MS);
 
 /**
  * Purging, for DELETE /trash/:id and for the retention job alike: the rows become tombstones in one
- * owner transaction (new feed position, rev + 1, feed notified), then the content leaves the disk. The
+ * owner transaction (new feed position, rev + 1, feed notified), then the content leaves the store. The
  * order matters: a crash after the commit leaves an orphan file (fsck removes it), never a restorable
  * resource whose content is gone.
  */
@@ -22,7 +22,7 @@ export class TrashPurger {
   constructor(
     private readonly owners: OwnerTransactions,
     private readonly trash: TrashRepository,
-    private readonly uploadDir: string,
+    private readonly store: ContentStore,
     private readonly logger?: Logger,
   ) {}
 
@@ -68,12 +68,23 @@ export class TrashPurger {
     return run;
   }
 
+  /**
+   * Removes the content the commit detached. Content already gone is fine; any other failure is
+   * counted, not thrown: the rows are committed, and what is left is an orphan that fsck --repair removes.
+   */
   private async removeFiles(purged: PurgedEntry[]): Promise<number> {
-    const { removed, failed } = await removeContent(
-      this.uploadDir,
-      purged.map((p) => p.storageKey),
-    );
-    if (failed.length > 0) this.logger?.warn({ files: failed.length }, 'purged content could not be removed from disk; fsck --repair will');
+    let removed = 0;
+    let failed = 0;
+    for (const { storageKey } of purged) {
+      if (!storageKey) continue;
+      try {
+        await this.store.remove(storageKey);
+        removed++;
+      } catch {
+        failed++;
+      }
+    }
+    if (failed > 0) this.logger?.warn({ files: failed }, 'purged content could not be removed from the store; fsck --repair will');
     return removed;
   }
 }

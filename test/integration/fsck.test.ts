@@ -4,6 +4,7 @@ import path from 'node:path';
 import { ContentRepository } from '../../shared/db/content.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { newId } from '../../shared/ids';
+import { createContentStore } from '../../shared/storage/store.factory';
 import { Fsck } from '../../services/maintenance/fsck';
 import { Api } from '../support/client';
 import type { TestEnv } from '../support/harness';
@@ -71,7 +72,7 @@ test('after uploads, deletes, restores and purges the store is consistent, even 
   expect((await api.post(`/v1/trash/${sub}/restore`)).status).toBe(200);
   await uploadFile(api, 'rejected.txt', 'x', newId()).catch(() => undefined); // 404: nothing may stay behind
 
-  const report = await new Fsck(env.uploadDir, new ContentRepository(env.db), new OwnerTransactions(env.db)).run({
+  const report = await new Fsck(createContentStore(env.config), new ContentRepository(env.db), new OwnerTransactions(env.db)).run({
     repair: false,
     orphanMinAgeMs: 0,
     stagingMinAgeMs: 0,

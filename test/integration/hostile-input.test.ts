@@ -1,7 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { newId } from '../../shared/ids';
-import { STAGING_DIR } from '../../services/gateway/files/upload.storage';
+import { STAGING_DIR } from '../../services/gateway/uploads/upload.staging';
 import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { Api, type ApiResponse } from '../support/client';
 import { expectError, listFilesUnder } from '../support/fixtures';

@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import { newId } from '../../shared/ids';
-import { STAGING_DIR } from '../../services/gateway/files/upload.storage';
+import { STAGING_DIR } from '../../services/gateway/uploads/upload.staging';
 import { Api, type ApiResponse } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 import { spawnGateway, stopProcess, waitForOutput, type GatewayProcess } from '../support/processes';

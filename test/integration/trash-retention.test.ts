@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { TrashRepository } from '../../shared/db/trash.repository';
 import { TrashPurger } from '../../shared/lifecycle/trash.purger';
+import { createContentStore } from '../../shared/storage/store.factory';
 import { createLogger } from '../../shared/logger';
 import { EXPIRE_UPLOADS_JOB, MAINTENANCE_QUEUE, PURGE_TRASH_JOB, uploadExpirySweepMs } from '../../shared/queue/maintenance.contract';
 import { redisOptions } from '../../shared/queue/sync.contract';
@@ -95,7 +96,7 @@ test('the purge takes only what was deleted before the cutoff, in chunks, and a 
   const recent = await insertFile(env.db, userId, 'recent.txt', null, { deletedAt: new Date(Date.UTC(2021, 0, 2)) });
   const owners = new OwnerTransactions(env.db);
   const trash = new TrashRepository(env.db);
-  const purger = new TrashPurger(owners, trash, env.uploadDir);
+  const purger = new TrashPurger(owners, trash, createContentStore(env.config));
   const cutoff = new Date(Date.UTC(2021, 0, 1, 12));
 
   const first = await purger.purgeExpired(cutoff, 3);

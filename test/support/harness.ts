@@ -6,9 +6,13 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import { loadConfig, type Config } from '../../shared/config';
+import { ContentRepository } from '../../shared/db/content.repository';
 import { createDb, type Db } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrate';
 import { createLogger } from '../../shared/logger';
+import type { ContentStore } from '../../shared/storage/content.store';
+import { createContentStore } from '../../shared/storage/store.factory';
+import { claimStore } from '../../shared/storage/store.identity';
 import { openMaintenanceQueue } from '../../shared/queue/maintenance.contract';
 import { connectRedis, masters, type RedisTarget } from '../../shared/redis/redis.connection';
 import { buildGateway } from '../../services/gateway/app';
@@ -102,7 +106,12 @@ export interface RunningGateway {
 }
 
 /** The gateway app in this process on an ephemeral port, exactly as main.ts wires it. */
-export async function startGateway(env: TestEnv, serverOptions: HttpServerOptions = {}): Promise<RunningGateway> {
+export interface GatewayOptions {
+  /** The content store instead of the one the configuration names (a test that wraps it). */
+  store?: ContentStore;
+}
+
+export async function startGateway(env: TestEnv, serverOptions: HttpServerOptions = {}, options: GatewayOptions = {}): Promise<RunningGateway> {
   const logger = createLogger('gateway', env.config.logLevel);
   const sync = new SyncClient(
     { redis: env.config, prefix: env.config.queuePrefix, timeoutMs: env.config.syncTimeoutMs, db: env.db },
@@ -115,7 +124,9 @@ export async function startGateway(env: TestEnv, serverOptions: HttpServerOption
     logger,
   );
   const maintenance = openMaintenanceQueue(env.config, env.config.queuePrefix);
-  const gateway = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes, logger, opsQueues: [maintenance] });
+  const store = options.store ?? createContentStore(env.config);
+  await claimStore(store, new ContentRepository(env.db));
+  const gateway = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes, logger, opsQueues: [maintenance], store });
   await ensureInitialAdmin(env.config, env.db, gateway.hasher);
   await Promise.all([sync.ready(), changes.ready(), gateway.uploads.ready(), gateway.principals.ready()]);
   const server = await listen(createHttpServer(gateway.app, serverOptions), 0, '127.0.0.1');

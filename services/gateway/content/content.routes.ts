@@ -3,7 +3,7 @@ import { AppError } from '../../../shared/errors';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { singleParam } from '../http/request';
 import { toFileView } from '../files/files.presenter';
-import type { StagingStorage } from '../files/upload.storage';
+import type { UploadStaging } from '../uploads/upload.staging';
 import type { ContentService } from './content.service';
 import { declaredBodyDigest } from './digest';
 
@@ -35,7 +35,7 @@ function header(req: Request, name: string): string | undefined {
  */
 export function contentRoutes(
   content: ContentService,
-  storage: StagingStorage,
+  storage: UploadStaging,
   maxUploadBytes: number,
   authenticated: ReturnType<typeof requireUser>,
 ): Router {

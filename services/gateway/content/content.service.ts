@@ -1,15 +1,12 @@
-import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
-import path from 'node:path';
 import mime from 'mime-types';
-import type { OwnerTransactions } from '../../../shared/db/owner.transaction';
 import type { ContentChange, ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
 import { invalid, notFound } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
-import type { Logger } from '../../../shared/logger';
 import { extensionOf } from '../../../shared/names';
 import { MEDIA_TYPE } from '../files/files.service';
-import type { StagedFile } from '../files/upload.storage';
+import { replacementKey } from '../../../shared/storage/content.keys';
+import type { StagedContent } from '../../../shared/storage/content.store';
+import type { ContentWriter } from '../../../shared/storage/content.writer';
 import { checkContentConditions, type ContentConditions } from './preconditions';
 
 export interface ReplaceContentInput extends ContentConditions {
@@ -17,8 +14,8 @@ export interface ReplaceContentInput extends ContentConditions {
   /** The device writing; the new bytes go under its folder. */
   deviceId: string;
   fileId: string;
-  /** Bytes already on disk under the staging folder; this call moves or removes them. */
-  staged: StagedFile;
+  /** Bytes already staged in the content store; this call places or discards them. */
+  staged: StagedContent;
   /** The request's Content-Type, if any. */
   declaredType?: string;
   /** The SHA-256 (hex) the client declared for the bytes; a mismatch is a 400. */
@@ -36,24 +33,11 @@ export function contentMimeType(declared: string | undefined, file: Pick<Resourc
   return mime.lookup(file.name) || (type === 'application/octet-stream' ? type : '');
 }
 
-/**
- * A new storage key for a file's content. Never the current one: a reader may be streaming those
- * bytes, so new content never lands on them. Keys are ours alone, under the writing device's folder.
- */
-function newStorageKey(deviceId: string, file: ResourceRecord, extension: string | null): string {
-  for (;;) {
-    const key = `${deviceId}/${file.id}.${randomBytes(4).toString('hex')}${extension ? `.${extension}` : ''}`;
-    if (key !== file.storageKey) return key;
-  }
-}
-
 /** Replaces the content of files: `PUT /files/:id/content`, and the completion of resumable uploads. */
 export class ContentService {
   constructor(
-    private readonly owners: OwnerTransactions,
     private readonly resources: ResourceRepository,
-    private readonly uploadDir: string,
-    private readonly logger?: Logger,
+    private readonly writer: ContentWriter,
   ) {}
 
   /**
@@ -67,33 +51,31 @@ export class ContentService {
   }
 
   /**
-   * Points the file at the staged bytes. Inside the owner's transaction: the file is read, the
-   * preconditions checked, the row updated (rev + 1, a new feed position) and the bytes renamed to a
-   * new storage key; after the commit the old bytes are removed. If anything fails before the commit,
-   * the new bytes are removed and the row and the old bytes are as they were. A crash between the
-   * rename and the commit leaves the new file unreferenced, and one after the commit leaves the old
-   * one: both are files under <deviceId>/ that no row's storage_key names, which the orphan check finds.
+   * Points the file at the staged bytes. Inside the owner's transaction (see ContentWriter): the file
+   * is read, the preconditions checked, the row updated (rev + 1, a new feed position) and the bytes
+   * placed under a new key; after the commit the old key is removed. If anything fails before the
+   * commit, the new bytes are removed and the row and the old bytes are as they were.
    */
   async replaceContent(input: ReplaceContentInput): Promise<ResourceRecord> {
     const { staged, userId, deviceId, fileId } = input;
-    let placed: string | undefined;
-    let replacedKey: string | null = null;
-    // Set only once the commit is done: before that the old bytes are the ones being served.
-    let previousKey: string | null = null;
-    try {
-      if (!isId(fileId)) throw notFound('no such file');
-      if (input.expectedSha256 !== undefined && input.expectedSha256 !== staged.sha256) {
-        throw invalid('the content does not match the digest declared for it');
-      }
-      const now = new Date();
-      const record = await this.owners.run(userId, async (trx, clock) => {
+    return this.writer.commit({
+      userId,
+      staged,
+      check: () => {
+        if (!isId(fileId)) throw notFound('no such file');
+        if (input.expectedSha256 !== undefined && input.expectedSha256 !== staged.sha256) {
+          throw invalid('the content does not match the digest declared for it');
+        }
+      },
+      decide: async (trx, clock) => {
+        const now = new Date();
         const repo = this.resources.withTransaction(trx);
         const file = await repo.findActive(userId, fileId, 'file');
         if (!file) throw notFound('no such file');
         checkContentConditions(file.contentSha256, input);
         const extension = extensionOf(file.name);
         const content: ContentChange = {
-          storageKey: newStorageKey(deviceId, file, extension),
+          storageKey: replacementKey(deviceId, file.id, extension, file.storageKey),
           sizeBytes: staged.size,
           contentSha256: staged.sha256,
           mimeType: contentMimeType(input.declaredType, file),
@@ -101,12 +83,7 @@ export class ContentService {
         };
         const seq = clock.next();
         if (!(await repo.replaceContent(userId, fileId, content, now, seq))) throw notFound('no such file');
-        const target = path.join(this.uploadDir, content.storageKey);
-        await fs.mkdir(path.dirname(target), { recursive: true });
-        await fs.rename(staged.path, target);
-        placed = target;
-        replacedKey = file.storageKey;
-        return {
+        const result: ResourceRecord = {
           ...file,
           storageKey: content.storageKey,
           sizeBytes: content.sizeBytes,
@@ -117,23 +94,8 @@ export class ContentService {
           rev: file.rev + 1,
           changeSeq: seq,
         };
-      });
-      placed = undefined;
-      previousKey = replacedKey;
-      return record;
-    } finally {
-      await fs.rm(staged.path, { force: true });
-      if (placed) await fs.rm(placed, { force: true });
-      if (previousKey) await this.removeReplaced(previousKey);
-    }
-  }
-
-  /** The content is committed either way; a file left here is an orphan the check reports. */
-  private async removeReplaced(storageKey: string): Promise<void> {
-    try {
-      await fs.rm(path.join(this.uploadDir, storageKey), { force: true });
-    } catch (err) {
-      this.logger?.warn({ err, storageKey }, 'replaced content could not be removed');
-    }
+        return { key: content.storageKey, replacedKey: file.storageKey, result };
+      },
+    });
   }
 }

@@ -4,11 +4,13 @@ import { AppError, invalid, notFound } from '../../../shared/errors';
 import type { FileSortColumn } from '../../../shared/db/resource.repository';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, queryString, singleParam } from '../http/request';
-import { reprDigest, sha256FromHexField } from '../content/digest';
+import { sha256FromHexField } from '../content/digest';
+import type { StagedContent } from '../../../shared/storage/content.store';
+import type { UploadStaging } from '../uploads/upload.staging';
+import { contentEtag, notModified, sendContent, setContentHeaders } from './content.download';
 import { toFileView, toFolderView } from './files.presenter';
 import { optionalResourceId, type FilesService } from './files.service';
 import { feedNotingFileType, fileNameIsUtf8, fileTypeDeclared } from './part.headers';
-import type { StagedFile, StagingStorage } from './upload.storage';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
@@ -18,9 +20,6 @@ const SORTS: Record<string, FileSortColumn> = {
   updated_at: 'updated_at',
   added_at: 'created_at',
 };
-
-/** Chunk size of content downloads. */
-const READ_CHUNK = 1024 * 1024;
 
 /** Multer failures in the contract's terms; the storage engine has already removed partial files. */
 function uploadError(err: unknown): AppError {
@@ -35,18 +34,9 @@ function uploadError(err: unknown): AppError {
   return invalid('malformed multipart body');
 }
 
-/** If-None-Match against one strong ETag, with the weak comparison RFC 9110 prescribes for it. */
-function ifNoneMatchHits(header: string | undefined, etag: string): boolean {
-  if (!header) return false;
-  return header.split(',').some((raw) => {
-    const tag = raw.trim();
-    return tag === '*' || tag === etag || tag === `W/${etag}`;
-  });
-}
-
 export function fileRoutes(
   files: FilesService,
-  storage: StagingStorage,
+  storage: UploadStaging,
   maxUploadBytes: number,
   authenticated: ReturnType<typeof requireUser>,
 ): Router {
@@ -91,39 +81,30 @@ export function fileRoutes(
     res.json(toFileView(await files.get(principalOf(req).userId, singleParam(req, 'id'))));
   });
 
-  router.get('/files/:id/content', authenticated, async (req, res, next) => {
-    const { file, absolutePath } = await files.contentOf(principalOf(req).userId, singleParam(req, 'id'));
-    const etag = file.contentSha256 ? `"${file.contentSha256}"` : undefined;
-    if (etag) res.setHeader('ETag', etag);
-    // Of the whole content, on 206 as on 200 (RFC 9530: the digest of the representation).
-    if (file.contentSha256) res.setHeader('Repr-Digest', reprDigest(file.contentSha256));
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Cache-Control', 'private, no-cache');
-    // Answered here rather than by `send`, which ignores If-None-Match when the request says
-    // Cache-Control: no-cache, as fetch() does whenever a conditional header is set.
-    if (etag && ifNoneMatchHits(req.headers['if-none-match'], etag)) {
+  router.get('/files/:id/content', authenticated, async (req, res) => {
+    const userId = principalOf(req).userId;
+    const file = await files.get(userId, singleParam(req, 'id'));
+    if (!file.storageKey) throw notFound('this file has no content');
+    setContentHeaders(res, file);
+    // Answered here rather than by the conditional logic of a static server, which ignores
+    // If-None-Match when the request says Cache-Control: no-cache, as fetch() does whenever a
+    // conditional header is set.
+    if (notModified(req, contentEtag(file))) {
       res.status(304).end();
       return;
     }
-    res.attachment(file.name);
-    res.type(file.mimeType || 'application/octet-stream');
-    // Reads of 1 MiB rather than the stock 64 KiB: a fraction of the reads, writes and event-loop turns
-    // per file (the transfer bench shows the difference). A range reads no more than it needs.
-    const options = { etag: false, lastModified: false, dotfiles: 'allow', acceptRanges: true, highWaterMark: READ_CHUNK } as const;
-    res.sendFile(absolutePath, options, (err) => {
-      if (!err) return;
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
+    try {
+      const opened = await files.openContent(userId, file);
+      // The content opened may be a newer version than the row read above (see openContent).
+      setContentHeaders(res, opened.file);
+      res.attachment(opened.file.name);
+      res.type(opened.file.mimeType || 'application/octet-stream');
+      await sendContent(req, res, opened.file, opened.content);
+    } catch (err) {
       // The error goes out as JSON, not as the file's type or as an attachment.
-      for (const header of ['Content-Type', 'Content-Disposition', 'ETag', 'Repr-Digest']) res.removeHeader(header);
-      const { code, status } = err as { code?: string; status?: number };
-      if (code === 'ENOENT') return next(notFound('this file has no content'));
-      // send has set Content-Range: bytes */<size>; the status must say why.
-      if (status === 416) return next(new AppError('INVALID_REQUEST', 'the requested range is not satisfiable', { status: 416 }));
-      next(err);
-    });
+      if (!res.headersSent) for (const header of ['Content-Type', 'Content-Disposition', 'ETag', 'Repr-Digest']) res.removeHeader(header);
+      throw err;
+    }
   });
 
   router.delete('/files/:id', authenticated, async (req, res) => {
@@ -133,7 +114,7 @@ export function fileRoutes(
   });
 
   router.post('/files', authenticated, receiveUpload, async (req, res) => {
-    const file = req.file as (Express.Multer.File & StagedFile) | undefined;
+    const file = req.file as (Express.Multer.File & StagedContent) | undefined;
     if (!file) throw invalid('exactly one file is expected, in the part named "file"');
     const principal = principalOf(req);
     const body = req.body as Record<string, unknown>;
@@ -154,7 +135,7 @@ export function fileRoutes(
       fields = { id: field('id'), folderId: field('folderId'), name: field('name') };
       expectedSha256 = sha256FromHexField(field('sha256'));
     } catch (err) {
-      await storage.removeStaged(file.path);
+      await storage.discard(file);
       throw err;
     }
     const record = await files.upload({

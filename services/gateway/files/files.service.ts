@@ -1,5 +1,3 @@
-import { promises as fs } from 'node:fs';
-import path from 'node:path';
 import mime from 'mime-types';
 import type { ListedFile, ListingRepository } from '../../../shared/db/listing.repository';
 import type { OwnerTransactions } from '../../../shared/db/owner.transaction';
@@ -7,7 +5,9 @@ import type { FileSortColumn, PageResult, ResourceRecord, ResourceRepository } f
 import { invalid, notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
 import { extensionOf, normalizeName } from '../../../shared/names';
-import type { StagedFile } from './upload.storage';
+import { ContentNotFoundError, type ContentHandle, type ContentStore, type StagedContent } from '../../../shared/storage/content.store';
+import { contentKey } from '../../../shared/storage/content.keys';
+import type { ContentWriter } from '../../../shared/storage/content.writer';
 
 export interface ListFilesInput {
   folderId: string | null;
@@ -20,7 +20,7 @@ export interface ListFilesInput {
 export interface UploadInput {
   userId: string;
   deviceId: string;
-  staged: StagedFile;
+  staged: StagedContent;
   declaredName: string;
   declaredType: string | undefined;
   fields: { id?: string; folderId?: string; name?: string };
@@ -44,12 +44,23 @@ export function optionalResourceId(value: string | undefined, field: string): st
   return value;
 }
 
+/** The new file's id, folder and name from the upload's fields; a malformed one is a 400. */
+function uploadTarget(input: UploadInput): { id: string; folderId: string | null; name: string; extension: string | null } {
+  const { fields } = input;
+  const id = fields.id === undefined || fields.id === '' ? newId() : fields.id;
+  if (!isId(id)) throw invalid('id must be 32 lowercase hex characters', { field: 'id' });
+  const folderId = optionalResourceId(fields.folderId, 'folderId');
+  const name = normalizeName(fields.name === undefined || fields.name === '' ? input.declaredName : fields.name);
+  return { id, folderId, name, extension: extensionOf(name) };
+}
+
 export class FilesService {
   constructor(
     private readonly owners: OwnerTransactions,
     private readonly resources: ResourceRepository,
-    private readonly uploadDir: string,
+    private readonly writer: ContentWriter,
     private readonly listing: ListingRepository,
+    private readonly store: ContentStore,
   ) {}
 
   async list(userId: string, input: ListFilesInput): Promise<PageResult<ListedFile>> {
@@ -75,11 +86,26 @@ export class FilesService {
     if (!deleted) throw notFound('no such file');
   }
 
-  /** Where a file's bytes are, or NOT_FOUND when it has none (a file created by a sync op). */
-  async contentOf(userId: string, id: string): Promise<{ file: ResourceRecord; absolutePath: string }> {
-    const file = await this.get(userId, id);
-    if (!file.storageKey) throw notFound('this file has no content');
-    return { file, absolutePath: path.join(this.uploadDir, file.storageKey) };
+  /**
+   * Opens the content of a file read just before. Once open, its bytes are served whole whatever
+   * happens to the file. If the key is gone by the time it is opened, a replacement committed in
+   * between removed it: the file is read again and its new content opened, so a download never
+   * fails because a PUT won a race. NOT_FOUND when the file has no content (a file created by a sync
+   * op, or content missing from the store).
+   */
+  async openContent(userId: string, file: ResourceRecord): Promise<{ file: ResourceRecord; content: ContentHandle }> {
+    let current: ResourceRecord | undefined = file;
+    for (let attempt = 0; attempt < 3 && current?.storageKey; attempt++) {
+      try {
+        return { file: current, content: await this.store.open(current.storageKey) };
+      } catch (err) {
+        if (!(err instanceof ContentNotFoundError)) throw err;
+      }
+      const reread: ResourceRecord | undefined = await this.resources.findActive(userId, file.id, 'file');
+      if (reread?.storageKey === current.storageKey) break;
+      current = reread;
+    }
+    throw notFound('this file has no content');
   }
 
   async listFolders(userId: string, parentId: string | null): Promise<ResourceRecord[]> {
@@ -88,57 +114,48 @@ export class FilesService {
   }
 
   /**
-   * Creates the file row and moves the staged bytes into place in one transaction: if the insert
-   * fails nothing is moved, and if the commit fails the moved file is removed again. The staged file
-   * never outlives this call.
+   * Creates the file row and places the staged bytes under its key in one transaction (see
+   * ContentWriter): if the insert fails nothing is placed, and if the commit fails the placed
+   * content is removed again. The staged bytes never outlive this call.
    */
   async upload(input: UploadInput): Promise<ResourceRecord> {
-    const { staged, userId, deviceId, fields } = input;
-    let placed: string | undefined;
-    try {
-      if (input.expectedSha256 !== undefined && input.expectedSha256 !== staged.sha256) {
-        throw invalid('the file does not match the sha256 declared for it', { field: 'sha256' });
-      }
-      const id = fields.id === undefined || fields.id === '' ? newId() : fields.id;
-      if (!isId(id)) throw invalid('id must be 32 lowercase hex characters', { field: 'id' });
-      const folderId = optionalResourceId(fields.folderId, 'folderId');
-      const name = normalizeName(fields.name === undefined || fields.name === '' ? input.declaredName : fields.name);
-      const extension = extensionOf(name);
-      const storageKey = `${deviceId}/${id}${extension ? `.${extension}` : ''}`;
-      const now = new Date();
-      const record: Omit<ResourceRecord, 'changeSeq'> = {
-        id,
-        userId,
-        parentId: folderId,
-        type: 'file',
-        name,
-        sizeBytes: staged.size,
-        mimeType: resolveMimeType(input.declaredType, name),
-        extension,
-        storageKey,
-        contentSha256: staged.sha256,
-        createdAt: now,
-        updatedAt: now,
-        deletedAt: null,
-        rev: 1,
-      };
-      const changeSeq = await this.owners.run(userId, async (trx, clock) => {
+    const { staged, userId, deviceId } = input;
+    let target!: { id: string; folderId: string | null; name: string; extension: string | null };
+    return this.writer.commit({
+      userId,
+      staged,
+      check: () => {
+        if (input.expectedSha256 !== undefined && input.expectedSha256 !== staged.sha256) {
+          throw invalid('the file does not match the sha256 declared for it', { field: 'sha256' });
+        }
+        target = uploadTarget(input);
+      },
+      decide: async (trx, clock) => {
+        const { id, folderId, name, extension } = target;
         const repo = this.resources.withTransaction(trx);
         if (folderId !== null && !(await repo.findActive(userId, folderId, 'folder'))) throw notFound('no such folder');
-        const seq = clock.next();
-        await repo.insert({ ...record, changeSeq: seq });
-        const target = path.join(this.uploadDir, storageKey);
-        await fs.mkdir(path.dirname(target), { recursive: true });
-        await fs.rename(staged.path, target);
-        placed = target;
-        return seq;
-      });
-      placed = undefined;
-      return { ...record, changeSeq };
-    } finally {
-      await fs.rm(staged.path, { force: true });
-      if (placed) await fs.rm(placed, { force: true });
-    }
+        const now = new Date();
+        const record: ResourceRecord = {
+          id,
+          userId,
+          parentId: folderId,
+          type: 'file',
+          name,
+          sizeBytes: staged.size,
+          mimeType: resolveMimeType(input.declaredType, name),
+          extension,
+          storageKey: contentKey(deviceId, id, extension),
+          contentSha256: staged.sha256,
+          createdAt: now,
+          updatedAt: now,
+          deletedAt: null,
+          rev: 1,
+          changeSeq: clock.next(),
+        };
+        await repo.insert(record);
+        return { key: contentKey(deviceId, id, extension), result: record };
+      },
+    });
   }
 
   private async requireFolder(userId: string, folderId: string): Promise<void> {

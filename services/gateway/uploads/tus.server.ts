@@ -4,7 +4,7 @@ import type { Principal } from '../../../shared/db/user.repository';
 import { isAppError } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
 import type { Logger } from '../../../shared/logger';
-import type { TusStore } from '../../../shared/uploads/tus.store';
+import type { ResumableDataStore } from '../../../shared/storage/content.store';
 import { toAppError } from '../http/errors.middleware';
 import { toFileView } from '../files/files.presenter';
 import type { UploadsService } from './uploads.service';
@@ -58,7 +58,7 @@ function principal(req: http.IncomingMessage): Principal {
 }
 
 export interface TusServerOptions {
-  store: TusStore;
+  store: ResumableDataStore;
   locker: Locker;
   uploads: UploadsService;
   maxUploadBytes: number;

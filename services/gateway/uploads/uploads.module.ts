@@ -2,7 +2,7 @@ import type { RequestHandler, Router } from 'express';
 import type { Config } from '../../../shared/config';
 import type { ResourceRepository } from '../../../shared/db/resource.repository';
 import type { Logger } from '../../../shared/logger';
-import { TusStore } from '../../../shared/uploads/tus.store';
+import type { ContentStore } from '../../../shared/storage/content.store';
 import { RedisLocker } from './redis.locker';
 import { buildTusServer } from './tus.server';
 import { uploadRoutes } from './uploads.routes';
@@ -16,11 +16,12 @@ export interface UploadsModule {
 }
 
 /**
- * Resumable uploads: the tus server on a disk store under the upload directory, locked through
+ * Resumable uploads: the tus server on the content store's resumable uploads, locked through
  * Redis. Their expiry is a maintenance task of the workers (services/worker/maintenance.workers.ts).
  */
 export function createUploads(deps: {
   config: Config;
+  store: ContentStore;
   files: FileTarget;
   content: ContentTarget;
   resources: ResourceRepository;
@@ -28,7 +29,7 @@ export function createUploads(deps: {
   logger: Logger;
 }): UploadsModule {
   const { config, logger } = deps;
-  const store = new TusStore(config.uploadDir, config.uploadExpiryMs);
+  const store = deps.store.resumable.dataStore(config.uploadExpiryMs);
   const locker = new RedisLocker({ redis: config, prefix: config.queuePrefix }, logger);
   const service = new UploadsService(store, deps.files, deps.content, deps.resources);
   const tus = buildTusServer({ store, locker, uploads: service, maxUploadBytes: config.maxUploadBytes, logger });

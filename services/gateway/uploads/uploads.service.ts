@@ -2,10 +2,9 @@ import type { Upload } from '@tus/server';
 import type { ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
 import type { Principal } from '../../../shared/db/user.repository';
 import { invalid, notFound } from '../../../shared/errors';
-import type { TusStore } from '../../../shared/uploads/tus.store';
+import type { ResumableDataStore } from '../../../shared/storage/content.store';
 import type { ContentService } from '../content/content.service';
 import type { FilesService, UploadInput } from '../files/files.service';
-import type { StagedFile } from '../files/upload.storage';
 import { ownerOf, parseUploadRequest, preconditionsOf, storedMetadata, type Preconditions, type UploadOwner } from './upload.metadata';
 
 /** File creation as POST /files does it. */
@@ -20,7 +19,7 @@ export type ContentTarget = Pick<ContentService, 'replaceContent' | 'checkBefore
  */
 export class UploadsService {
   constructor(
-    private readonly store: TusStore,
+    private readonly store: ResumableDataStore,
     private readonly files: FileTarget,
     private readonly content: ContentTarget,
     private readonly resources: ResourceRepository,
@@ -46,7 +45,7 @@ export class UploadsService {
   /** The upload's owner when it is the caller's; NOT_FOUND for anything else, which hides whether it exists. */
   async requireOwn(userId: string, id: string): Promise<Pick<Upload, 'metadata' | 'creation_date'>> {
     // The info file alone says who owns it; the handler reads the upload itself under its lock.
-    const upload = await this.store.configstore.get(id).catch(() => undefined);
+    const upload = await this.store.info(id);
     const owner = upload && ownerOf(upload.metadata);
     if (!upload || owner?.userId !== userId) throw notFound('no such upload');
     return upload;
@@ -55,14 +54,14 @@ export class UploadsService {
   /**
    * The last byte arrived: creates the file (or replaces the content) from the upload's bytes with
    * the rules and errors of POST /files (PUT /files/:id/content with fileId). Whatever happens, the
-   * upload is gone afterwards: its bytes were moved into place, or removed.
+   * upload is gone afterwards: its bytes were placed as the file's content, or removed.
    */
   async complete(upload: Upload): Promise<ResourceRecord> {
     const owner = ownerOf(upload.metadata) as UploadOwner;
     try {
       const request = parseUploadRequest(upload.metadata);
       const size = upload.size ?? upload.offset;
-      const staged: StagedFile = { path: this.store.bytesPath(upload.id), size, sha256: await this.store.digest(upload.id, size) };
+      const staged = await this.store.staged(upload.id, size);
       if (request.fileId !== undefined) {
         return await this.content.replaceContent({
           userId: owner.userId,

@@ -10,6 +10,7 @@ import * as widenStorageKey from './20261122000003_widen_storage_key';
 import * as createSyncBatches from './20261122000004_create_sync_batches';
 import * as createDerivedTables from './20261122000005_create_derived_tables';
 import * as backfillDerivedTables from './20261122000006_backfill_derived_tables';
+import * as createContentStore from './20261124000201_create_content_store';
 
 interface Migration {
   name: string;
@@ -30,6 +31,7 @@ const MIGRATIONS: Migration[] = [
   createSyncBatches,
   createDerivedTables,
   backfillDerivedTables,
+  createContentStore,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

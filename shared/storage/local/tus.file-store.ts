@@ -6,13 +6,10 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { FileStore } from '@tus/file-store';
 import { ERRORS, Upload } from '@tus/server';
+import type { ResumableDataStore, StagedContent } from '../content.store';
 
-/** Resumable uploads live here, under the upload directory: same file system, so completion is a rename. */
-export const TUS_DIR = '.tus';
-
-export function tusDirectory(uploadDir: string): string {
-  return path.join(uploadDir, TUS_DIR);
-}
+/** Resumable uploads live under this key prefix of the local store: same file system, so completion is a rename. */
+export const TUS_PREFIX = '.tus/';
 
 /** Upload ids are ours (32 hex); anything else in the folder is not an upload's. */
 const UPLOAD_ID = /^[0-9a-f]{32}$/;
@@ -35,13 +32,14 @@ interface HashState {
  * - it does not advertise creation-defer-length: the contract requires Upload-Length;
  * - its expiry sweep tolerates half-removed uploads (bytes without info or info without bytes).
  */
-export class TusStore extends FileStore {
+export class LocalTusStore extends FileStore implements ResumableDataStore {
   private readonly hashes = new Map<string, HashState>();
   /** Uploads completed by their creation request, until it has answered (see `holdCompleted`). */
   private readonly completed = new Map<string, Upload>();
 
-  constructor(uploadDir: string, expiryMs: number) {
-    super({ directory: tusDirectory(uploadDir), expirationPeriodInMilliseconds: expiryMs });
+  /** `directory` is the local content store's folder for TUS_PREFIX; nothing else builds it. */
+  constructor(directory: string, expiryMs: number) {
+    super({ directory, expirationPeriodInMilliseconds: expiryMs });
     this.extensions = ['creation', 'creation-with-upload', 'termination', 'expiration'];
   }
 
@@ -88,8 +86,17 @@ export class TusStore extends FileStore {
     return this.completed.get(id) ?? super.getUpload(id);
   }
 
+  async info(id: string): Promise<Upload | undefined> {
+    return this.configstore.get(id).catch(() => undefined);
+  }
+
+  /** A finished upload as staged content of the local store, which `place` renames into place. */
+  async staged(id: string, size: number): Promise<StagedContent> {
+    return { stagingKey: `${TUS_PREFIX}${id}`, size, sha256: await this.digest(id, size) };
+  }
+
   /** The SHA-256 of a finished upload: from the running hash when it covers every byte, else read from disk. */
-  async digest(id: string, size: number): Promise<string> {
+  private async digest(id: string, size: number): Promise<string> {
     const state = this.hashes.get(id);
     this.hashes.delete(id);
     if (state && state.offset === size) return state.hash.digest('hex');
@@ -98,7 +105,7 @@ export class TusStore extends FileStore {
     return hash.digest('hex');
   }
 
-  bytesPath(id: string): string {
+  private bytesPath(id: string): string {
     return path.join(this.directory, id);
   }
 
@@ -135,3 +142,10 @@ export class TusStore extends FileStore {
     return removed;
   }
 }
+
+/**
+ * The library creates the folder from its constructor, where a failure (a missing volume) would be
+ * thrown from a callback and end the process; its `create` makes the folder anyway before the first
+ * upload, and the expiry sweep treats a missing folder as empty. The method is private in its types.
+ */
+(LocalTusStore.prototype as unknown as { checkOrCreateDirectory: () => void }).checkOrCreateDirectory = () => undefined;

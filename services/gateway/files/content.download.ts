@@ -1,0 +1,95 @@
+import { pipeline } from 'node:stream/promises';
+import type { Request, Response } from 'express';
+import { AppError } from '../../../shared/errors';
+import type { ResourceRecord } from '../../../shared/db/resource.repository';
+import type { ByteRange, ContentHandle } from '../../../shared/storage/content.store';
+import { reprDigest } from '../content/digest';
+
+/** The ETag of a file's content: its SHA-256, quoted. */
+export const contentEtag = (file: ResourceRecord): string | undefined => (file.contentSha256 ? `"${file.contentSha256}"` : undefined);
+
+/** Entity-tag lists as in If-Match and If-None-Match, compared weakly as RFC 9110 prescribes for If-None-Match. */
+function listHas(header: string, etag: string): boolean {
+  return header.split(',').some((raw) => {
+    const tag = raw.trim();
+    return tag === '*' || tag === etag || tag === `W/${etag}` || `W/${tag}` === etag;
+  });
+}
+
+/** If-None-Match against the content's ETag: the client holds these bytes already. */
+export function notModified(req: Request, etag: string | undefined): boolean {
+  const header = req.headers['if-none-match'];
+  return Boolean(etag && header && listHas(header, etag));
+}
+
+/** If-Match on a read: the client wants these bytes only if they are still the version it names. */
+function preconditionFails(req: Request, etag: string | undefined): boolean {
+  const header = req.headers['if-match'];
+  if (!header) return false;
+  return !etag || !listHas(header, etag);
+}
+
+/**
+ * The part of the content a Range asks for: undefined for the whole (no Range, a malformed one, a unit
+ * other than bytes, several ranges, or an If-Range naming another version), the one range otherwise;
+ * 'unsatisfiable' when it starts past the end.
+ */
+function requestedRange(req: Request, size: number, etag: string | undefined): ByteRange | 'unsatisfiable' | undefined {
+  if (!/^ *bytes=/.test(req.headers.range ?? '')) return undefined;
+  const ifRange = req.headers['if-range'];
+  // An If-Range date cannot match: the content has no Last-Modified. An entity tag must be this one.
+  if (ifRange !== undefined && !(ifRange.includes('"') && etag !== undefined && ifRange.includes(etag))) return undefined;
+  const ranges = req.range(size, { combine: true });
+  if (ranges === -1) return 'unsatisfiable';
+  if (ranges === undefined || ranges === -2 || ranges.type !== 'bytes' || ranges.length !== 1) return undefined;
+  return { start: ranges[0]!.start, end: ranges[0]!.end };
+}
+
+/**
+ * Sends open content: 200 with every byte, or 206 with the one range asked for, or 412/416. The
+ * handle is read or closed whatever the outcome; the bytes are those the handle was opened on, even
+ * if the file's content is replaced meanwhile. The caller has set the content's own headers.
+ */
+export async function sendContent(req: Request, res: Response, file: ResourceRecord, content: ContentHandle): Promise<void> {
+  const etag = contentEtag(file);
+  let range: ByteRange | 'unsatisfiable' | undefined;
+  try {
+    if (preconditionFails(req, etag)) throw new AppError('PRECONDITION_FAILED', 'the content is not the version If-Match names');
+    range = requestedRange(req, content.size, etag);
+    if (range === 'unsatisfiable') {
+      res.setHeader('Content-Range', `bytes */${content.size}`);
+      throw new AppError('INVALID_REQUEST', 'the requested range is not satisfiable', { status: 416 });
+    }
+  } catch (err) {
+    await content.close();
+    throw err;
+  }
+  res.setHeader('Accept-Ranges', 'bytes');
+  if (range) {
+    res.status(206);
+    res.setHeader('Content-Range', `bytes ${range.start}-${range.end}/${content.size}`);
+  }
+  res.setHeader('Content-Length', String(range ? range.end - range.start + 1 : content.size));
+  if (req.method === 'HEAD') {
+    await content.close();
+    res.end();
+    return;
+  }
+  try {
+    await pipeline(content.read(range), res);
+  } catch {
+    // The client went away, or the read failed after the headers left: the response is cut, which
+    // the client sees as a short body against Content-Length.
+    res.destroy();
+  }
+}
+
+/** The headers every content response carries, 304 included. */
+export function setContentHeaders(res: Response, file: ResourceRecord): void {
+  const etag = contentEtag(file);
+  if (etag) res.setHeader('ETag', etag);
+  // Of the whole content, on 206 as on 200 (RFC 9530: the digest of the representation).
+  if (file.contentSha256) res.setHeader('Repr-Digest', reprDigest(file.contentSha256));
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Cache-Control', 'private, no-cache');
+}

@@ -1,0 +1,73 @@
+import type { Knex } from 'knex';
+import type { ChangeClock, OwnerTransactions } from '../db/owner.transaction';
+import type { Logger } from '../logger';
+import type { ContentStore, StagedContent } from './content.store';
+
+/** What the work inside the owner's transaction decided: the key the rows now name, and what it returns. */
+export interface ContentPlacement<T> {
+  /** The new content key, named by the rows written; the staged bytes are placed under it before the commit. */
+  key: string;
+  /** The key the rows named before, removed once the commit is done (replacement). */
+  replacedKey?: string | null;
+  result: T;
+}
+
+export interface CommitInput<T> {
+  userId: string;
+  staged: StagedContent;
+  /** Checks that need no lock (a declared digest); a failure discards the staged bytes, no lock is taken. */
+  check?: () => void;
+  /** The rows' side, in the owner's transaction: reads, preconditions, writes; names the key. */
+  decide: (trx: Knex.Transaction, clock: ChangeClock) => Promise<ContentPlacement<T>>;
+}
+
+/**
+ * The one way staged bytes become a file's content, for every kind of upload (POST /files, PUT
+ * content, tus completion): in the owner's transaction the rows are written, then the bytes placed
+ * under the key they name; after the commit the replaced content is removed. If anything fails
+ * before the commit, the placed bytes are removed and the rows and old bytes stay as they were. A
+ * crash between the placing and the commit leaves the new key unreferenced, and one after the commit
+ * leaves the old one: both are content no row names, which fsck reports. The staged bytes never
+ * outlive the call.
+ */
+export class ContentWriter {
+  constructor(
+    private readonly owners: OwnerTransactions,
+    private readonly store: ContentStore,
+    private readonly logger?: Logger,
+  ) {}
+
+  async commit<T>(input: CommitInput<T>): Promise<T> {
+    const { staged } = input;
+    let placed: string | undefined;
+    let replaced: string | null | undefined;
+    let consumed = false;
+    try {
+      input.check?.();
+      const result = await this.owners.run(input.userId, async (trx, clock) => {
+        const placement = await input.decide(trx, clock);
+        await this.store.place(staged, placement.key);
+        consumed = true;
+        placed = placement.key;
+        replaced = placement.replacedKey;
+        return placement.result;
+      });
+      placed = undefined;
+      // Only once the commit is done: before that the old bytes are the ones being served.
+      if (replaced) await this.removeReplaced(replaced);
+      return result;
+    } finally {
+      if (!consumed) await this.store.discard(staged);
+      if (placed) await this.store.remove(placed);
+    }
+  }
+
+  /** The content is committed either way; bytes left behind are an orphan that fsck reports. */
+  private async removeReplaced(key: string): Promise<void> {
+    try {
+      await this.store.remove(key);
+    } catch (err) {
+      this.logger?.warn({ err, storageKey: key }, 'replaced content could not be removed');
+    }
+  }
+}

@@ -1,0 +1,199 @@
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { newId } from '../../ids';
+import {
+  ContentNotFoundError,
+  STAGING_PREFIX,
+  type ByteRange,
+  type ContentHandle,
+  type ContentStore,
+  type ResumableDataStore,
+  type StageOptions,
+  type StagedContent,
+  type StoredObject,
+} from '../content.store';
+import { HashMeter } from '../hash.meter';
+import { LocalTusStore, TUS_PREFIX } from './tus.file-store';
+
+/** The marker file, at the top of the folder, where fsck never looks for content. */
+export const MARKER_FILE = '.filesync-store';
+
+/**
+ * Folders that hold bytes no resource points at by design (resumable uploads in progress, and the
+ * names other tus stores use): never walked.
+ */
+const NOT_CONTENT: readonly string[] = [TUS_PREFIX, '.uploads/', 'tus/'];
+
+/**
+ * Size of the writes to a staged file. Node's stock 16 KiB makes a write per network chunk; 1 MiB
+ * lets the stream gather the chunks that arrive while a write is under way into one writev call
+ * (the transfer bench measured about 15% more throughput). The chunks are not copied.
+ */
+const WRITE_BATCH = 1024 * 1024;
+
+/**
+ * Reads of 1 MiB rather than the stock 64 KiB: a fraction of the reads, writes and event-loop turns
+ * per file (the transfer bench shows the difference). A range reads no more than it needs.
+ */
+const READ_CHUNK = 1024 * 1024;
+
+const isNotFound = (err: unknown): boolean => (err as NodeJS.ErrnoException).code === 'ENOENT';
+
+/**
+ * The content store on a local (or mounted) file system: each key is a file under UPLOAD_DIR. This
+ * class is the only place that joins UPLOAD_DIR with a key, and it refuses any key that would leave it.
+ * Staging and resumable uploads live in folders of the same file system, so `place` is a rename.
+ */
+export class LocalContentStore implements ContentStore {
+  readonly root: string;
+  private tus: LocalTusStore | undefined;
+
+  constructor(uploadDir: string) {
+    this.root = path.resolve(uploadDir);
+  }
+
+  get location(): string {
+    return this.root;
+  }
+
+  readonly resumable = {
+    dataStore: (expiryMs: number): ResumableDataStore => {
+      this.tus ??= new LocalTusStore(this.pathOf(TUS_PREFIX.slice(0, -1)), expiryMs);
+      return this.tus;
+    },
+  };
+
+  /** Where a key's bytes are. Keys are the service's own; one that would leave the root is refused all the same. */
+  private pathOf(key: string): string {
+    const full = path.resolve(this.root, key);
+    if (!full.startsWith(this.root + path.sep)) throw new Error(`storage key outside the upload directory: ${key}`);
+    return full;
+  }
+
+  /** A staging key's file: only under the staging folder or the resumable uploads' folder. */
+  private stagedPath(stagingKey: string): string {
+    if (!stagingKey.startsWith(STAGING_PREFIX) && !stagingKey.startsWith(TUS_PREFIX)) {
+      throw new Error(`not a staging key: ${stagingKey}`);
+    }
+    return this.pathOf(stagingKey);
+  }
+
+  async stage(source: Readable, options: StageOptions): Promise<StagedContent> {
+    const stagingKey = `${STAGING_PREFIX}${newId()}.part`;
+    const file = this.pathOf(stagingKey);
+    const meter = new HashMeter(options.maxBytes);
+    try {
+      await fs.mkdir(path.dirname(file), { recursive: true });
+      await pipeline(source, meter, createWriteStream(file, { flags: 'wx', highWaterMark: WRITE_BATCH }));
+      return { stagingKey, size: meter.size, sha256: meter.digest() };
+    } catch (err) {
+      await fs.rm(file, { force: true });
+      throw err;
+    }
+  }
+
+  async place(staged: StagedContent, key: string): Promise<void> {
+    const from = this.stagedPath(staged.stagingKey);
+    const to = this.pathOf(key);
+    await fs.mkdir(path.dirname(to), { recursive: true });
+    await fs.rename(from, to);
+    // A rename keeps the mtime of the last byte received, which for a resumable upload can be long
+    // ago; fsck judges an orphan's age by it, so the content is dated from its placing.
+    const now = new Date();
+    await fs.utimes(to, now, now);
+  }
+
+  async discard(staged: StagedContent): Promise<void> {
+    await fs.rm(this.stagedPath(staged.stagingKey), { force: true });
+  }
+
+  async open(key: string): Promise<ContentHandle> {
+    const file = await fs.open(this.pathOf(key), 'r').catch((err: unknown) => {
+      throw isNotFound(err) ? new ContentNotFoundError(key) : err;
+    });
+    try {
+      const stat = await file.stat();
+      if (!stat.isFile()) throw new ContentNotFoundError(key);
+      return {
+        size: stat.size,
+        read: (range?: ByteRange) =>
+          file.createReadStream({ highWaterMark: READ_CHUNK, autoClose: true, ...(range ? { start: range.start, end: range.end } : {}) }),
+        close: () => file.close(),
+      };
+    } catch (err) {
+      await file.close();
+      throw err;
+    }
+  }
+
+  async stat(key: string): Promise<StoredObject | undefined> {
+    try {
+      const stat = await fs.stat(this.pathOf(key));
+      if (!stat.isFile()) throw new Error(`not a file: ${key}`);
+      return { key, size: stat.size, modifiedAt: stat.mtime };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async remove(key: string): Promise<void> {
+    await fs.rm(this.pathOf(key), { force: true });
+  }
+
+  async *walk(prefix = ''): AsyncGenerator<StoredObject> {
+    const entries = await fs.readdir(prefix ? this.pathOf(prefix) : this.root, { withFileTypes: true }).catch((err: unknown) => {
+      if (isNotFound(err)) return [];
+      throw err;
+    });
+    for (const entry of entries) {
+      const key = prefix ? `${prefix}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) {
+        if (NOT_CONTENT.some((p) => `${key}/`.startsWith(p))) continue;
+        yield* this.walk(key);
+      } else if (entry.isFile() && prefix !== '') {
+        // Content always sits in a folder (`<deviceId>/...`); a top-level file (the marker) is not content.
+        const stat = await this.stat(key);
+        if (stat) yield stat;
+      }
+    }
+  }
+
+  async sweepStaging(olderThanMs: number): Promise<number> {
+    let removed = 0;
+    for await (const entry of this.walk(STAGING_PREFIX.slice(0, -1))) {
+      if (Date.now() - entry.modifiedAt.getTime() <= olderThanMs) continue;
+      await this.remove(entry.key);
+      removed++;
+    }
+    return removed;
+  }
+
+  async readMarker(): Promise<string | undefined> {
+    try {
+      return (await fs.readFile(this.pathOf(MARKER_FILE), 'utf8')).trim();
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async claimMarker(storeId: string): Promise<string> {
+    await fs.mkdir(this.root, { recursive: true });
+    // Written whole under a temporary name, then linked to the marker's name: a link never replaces
+    // a file, so of two processes claiming at once one wins and the other reads the winner's id.
+    const temporary = this.pathOf(`${MARKER_FILE}.${randomBytes(6).toString('hex')}.tmp`);
+    await fs.writeFile(temporary, `${storeId}\n`, { flag: 'wx' });
+    try {
+      await fs.link(temporary, this.pathOf(MARKER_FILE));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    } finally {
+      await fs.rm(temporary, { force: true });
+    }
+    return (await this.readMarker()) as string;
+  }
+}
