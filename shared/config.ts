@@ -13,6 +13,9 @@ export interface Config {
   readonly workerPort: number;
   readonly dataDir: string;
   readonly uploadDir: string;
+  /** STORAGE_DRIVER: where content lives, UPLOAD_DIR (`local`) or an S3 bucket (`s3`, with `s3` below). */
+  readonly storageDriver: 'local' | 's3';
+  readonly s3: S3Config | undefined;
   readonly maxUploadBytes: number;
   /** How long an unfinished resumable upload is kept, in milliseconds (UPLOAD_EXPIRY_HOURS). */
   readonly uploadExpiryMs: number;
@@ -39,6 +42,19 @@ export interface Config {
   readonly authCacheMs: number;
   /** Days a deleted resource stays restorable; fractional values allowed (tests use seconds). */
   readonly trashRetentionDays: number;
+}
+
+/** Where content lives with STORAGE_DRIVER=s3. The credentials are never logged. */
+export interface S3Config {
+  readonly bucket: string;
+  /** Prepended to every key, e.g. `filesync/`; may be empty. */
+  readonly prefix: string;
+  /** An S3-compatible endpoint; undefined for AWS itself. */
+  readonly endpoint: string | undefined;
+  readonly region: string;
+  readonly forcePathStyle: boolean;
+  /** Static credentials; undefined lets the AWS SDK's default chain find them (environment, web identity, instance role). */
+  readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -76,8 +92,22 @@ const schema = Joi.object({
   FEED_MAX_HELD_PER_USER: Joi.number().integer().min(1).default(50),
   AUTH_CACHE_MS: Joi.number().integer().min(0).max(60000).default(5000),
   TRASH_RETENTION_DAYS: Joi.number().positive().max(36500).default(30),
+  STORAGE_DRIVER: Joi.string().valid('local', 's3').default('local'),
+  S3_BUCKET: Joi.string()
+    .pattern(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/)
+    .message('S3_BUCKET must be a bucket name (3-63 characters of a-z 0-9 . -)')
+    .when('STORAGE_DRIVER', { is: 's3', then: Joi.required() }),
+  S3_PREFIX: Joi.string()
+    .pattern(/^(?!\/)(?!.*\/\/)[A-Za-z0-9!_.*'()\/-]{0,512}$/)
+    .message('S3_PREFIX must be letters, digits and !_.*\'()-/ without a leading or doubled slash'),
+  S3_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }),
+  S3_REGION: Joi.string().pattern(/^[a-z0-9-]{1,64}$/).default('us-east-1'),
+  S3_FORCE_PATH_STYLE: Joi.boolean(),
+  S3_ACCESS_KEY_ID: Joi.string().max(256),
+  S3_SECRET_ACCESS_KEY: Joi.string().max(256),
 })
   .and('ADMIN_USERNAME', 'ADMIN_PASSWORD')
+  .and('S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY')
   .unknown(true);
 
 const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
@@ -158,5 +188,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     feedMaxHeldPerUser: value.FEED_MAX_HELD_PER_USER,
     authCacheMs: value.AUTH_CACHE_MS,
     trashRetentionDays: value.TRASH_RETENTION_DAYS,
+    storageDriver: value.STORAGE_DRIVER,
+    s3: value.STORAGE_DRIVER === 's3' ? s3Config(value) : undefined,
   });
+}
+
+function s3Config(value: Record<string, any>): S3Config {
+  const credentials = value.S3_ACCESS_KEY_ID ? { accessKeyId: value.S3_ACCESS_KEY_ID, secretAccessKey: value.S3_SECRET_ACCESS_KEY } : undefined;
+  const s3: S3Config = {
+    bucket: value.S3_BUCKET,
+    prefix: value.S3_PREFIX ?? '',
+    endpoint: value.S3_ENDPOINT,
+    region: value.S3_REGION,
+    forcePathStyle: value.S3_FORCE_PATH_STYLE ?? value.S3_ENDPOINT !== undefined,
+    credentials: undefined,
+  };
+  // Not enumerable: a log line or a JSON dump of the configuration never shows the secret.
+  Object.defineProperty(s3, 'credentials', { value: credentials && Object.freeze(credentials), enumerable: false });
+  return Object.freeze(s3);
 }

@@ -21,6 +21,7 @@ import { ensureInitialAdmin } from '../../services/gateway/bootstrap';
 import { ChangeHub } from '../../services/gateway/changes/change.hub';
 import { createHttpServer, listen, type HttpServerOptions } from '../../services/gateway/http/http.server';
 import { SyncClient } from '../../services/gateway/sync/sync.client';
+import { emptyPrefix, s3Environment } from './rgw';
 
 export const ADMIN = { username: 'admin', password: 'admin-password-1' };
 export const JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
@@ -53,6 +54,8 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     LOG_LEVEL: 'silent',
     SYNC_TIMEOUT_MS: '15000',
     ...overrides,
+    // STORAGE_DRIVER=s3: the suite's RGW, under a prefix of this environment's own.
+    ...(overrides.STORAGE_DRIVER === 's3' ? { ...s3Environment(`${name}/`), ...overrides } : {}),
   };
   const config = loadConfig(env);
   await migrateToLatest(config.databaseUrl);
@@ -67,6 +70,7 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
       await db.raw(`DROP DATABASE IF EXISTS \`${name}\``).catch(() => undefined);
       await db.destroy();
       await fs.rm(uploadDir, { recursive: true, force: true });
+      if (config.s3) await emptyPrefix(config.s3).catch(() => undefined);
       await deleteQueueKeys(name, config);
     },
   };

@@ -1,0 +1,44 @@
+import { Agent } from 'node:https';
+import { Agent as HttpAgent } from 'node:http';
+import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import type { S3Config } from '../../config';
+
+/** Connections kept per client: parts of several uploads and downloads go out at once. */
+const MAX_SOCKETS = 64;
+
+/**
+ * The S3 client of a store. Credentials are the configuration's static pair when given, else the
+ * SDK's default chain (environment, web identity on Kubernetes, instance or task role); they are
+ * handed to the SDK and never logged. Checksums only where S3 requires them: S3-compatible servers
+ * (Ceph RGW among them) refuse or ignore the newer `x-amz-checksum-*` trailers of streamed PUTs.
+ */
+export function createS3Client(config: S3Config): S3Client {
+  return new S3Client(s3ClientOptions(config));
+}
+
+/** The options of every client of a store (the resumable uploads' library makes its own). */
+export function s3ClientOptions(config: S3Config): S3ClientConfig {
+  const agentOptions = { keepAlive: true, maxSockets: MAX_SOCKETS };
+  return {
+    region: config.region,
+    endpoint: config.endpoint,
+    forcePathStyle: config.forcePathStyle,
+    ...(config.credentials ? { credentials: { ...config.credentials } } : {}),
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    maxAttempts: 3,
+    requestHandler: {
+      httpAgent: new HttpAgent(agentOptions),
+      httpsAgent: new Agent(agentOptions),
+      connectionTimeout: 5000,
+    },
+  };
+}
+
+/** The HTTP status of an SDK error, when it came from the server. */
+export function statusOf(err: unknown): number | undefined {
+  return (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+}
+
+export const isNotFound = (err: unknown): boolean =>
+  statusOf(err) === 404 || ['NotFound', 'NoSuchKey', 'NoSuchUpload'].includes((err as { name?: string }).name ?? '');

@@ -1,0 +1,291 @@
+import { PassThrough, pipeline, type Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  CopyObjectCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import type { S3Config } from '../../config';
+import { newId } from '../../ids';
+import {
+  ContentNotFoundError,
+  STAGING_PREFIX,
+  type ByteRange,
+  type ContentHandle,
+  type ContentStore,
+  type ResumableDataStore,
+  type StageOptions,
+  type StagedContent,
+  type StoredObject,
+} from '../content.store';
+import { HashMeter } from '../hash.meter';
+import { createS3Client, isNotFound, statusOf } from './s3.client';
+import { S3TusStore, TUS_PREFIX } from './s3.tus-store';
+
+/** The marker object, beside the content under the prefix (the local driver's marker file). */
+export const MARKER_KEY = '.filesync-store';
+
+/**
+ * Streamed uploads go out in parts of this size, a few at once: a content smaller than one part is
+ * one PutObject, a larger one a multipart upload. At most PART_SIZE x PARTS_IN_FLIGHT bytes of an
+ * upload are in memory, whatever its size.
+ */
+export const PART_SIZE = 8 * 1024 * 1024;
+const PARTS_IN_FLIGHT = 4;
+
+/** CopyObject copies at most 5 GiB in one request. */
+const MAX_SINGLE_COPY = 5 * 1024 ** 3;
+
+/**
+ * The content store on an S3-compatible bucket: the key `k` is the object `<S3_PREFIX>k`. Nothing
+ * touches the local disk. An object store has no rename: `stage` streams the bytes (hashed on the way)
+ * to `.staging/<id>`, `place` copies them server-side to the content key and deletes the staging
+ * object, and what a crash leaves under `.staging/` (objects and multipart uploads) is swept.
+ */
+export class S3ContentStore implements ContentStore {
+  readonly client: S3Client;
+  private tus: S3TusStore | undefined;
+
+  constructor(readonly config: S3Config) {
+    this.client = createS3Client(config);
+  }
+
+  get location(): string {
+    return `s3://${this.config.bucket}/${this.config.prefix}`;
+  }
+
+  get bucket(): string {
+    return this.config.bucket;
+  }
+
+  readonly resumable = {
+    dataStore: (expiryMs: number): ResumableDataStore => {
+      this.tus ??= new S3TusStore(this, expiryMs);
+      return this.tus;
+    },
+  };
+
+  /** The object key of a store key: under the prefix, never anywhere else. */
+  objectKey(key: string): string {
+    if (key === '' || key.startsWith('/') || key.split('/').some((part) => part === '..' || part === '.')) {
+      throw new Error(`storage key outside the store: ${key}`);
+    }
+    return this.config.prefix + key;
+  }
+
+  private stagingObject(stagingKey: string): string {
+    if (!stagingKey.startsWith(STAGING_PREFIX) && !stagingKey.startsWith(TUS_PREFIX)) throw new Error(`not a staging key: ${stagingKey}`);
+    return this.objectKey(stagingKey);
+  }
+
+  async stage(source: Readable, options: StageOptions): Promise<StagedContent> {
+    const stagingKey = `${STAGING_PREFIX}${newId()}.part`;
+    const meter = new HashMeter(options.maxBytes);
+    // The source's failure (a client gone, a limit) ends the meter, and so the upload, which then
+    // aborts its multipart upload.
+    // The body is a stage after the meter: the SDK would take the meter's `size` (bytes so far) for
+    // the length of the whole body.
+    const body = new PassThrough({ highWaterMark: 1024 * 1024 });
+    pipeline(source, meter, body, () => undefined);
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.bucket, Key: this.objectKey(stagingKey), Body: body },
+      partSize: PART_SIZE,
+      queueSize: PARTS_IN_FLIGHT,
+      leavePartsOnError: false,
+    });
+    try {
+      await upload.done();
+      return { stagingKey, size: meter.size, sha256: meter.digest() };
+    } catch (err) {
+      body.destroy();
+      await upload.abort().catch(() => undefined);
+      await this.deleteObject(this.objectKey(stagingKey)).catch(() => undefined);
+      // The meter's own error (FILE_TOO_LARGE, the client's) says more than the SDK's.
+      throw meter.errored ?? source.errored ?? err;
+    }
+  }
+
+  async place(staged: StagedContent, key: string): Promise<void> {
+    const from = this.stagingObject(staged.stagingKey);
+    if (staged.size > MAX_SINGLE_COPY) throw new Error('content over 5 GiB cannot be placed on S3 in one copy');
+    await this.client.send(
+      new CopyObjectCommand({
+        Bucket: this.bucket,
+        Key: this.objectKey(key),
+        CopySource: `${this.bucket}/${encodeURIComponent(from).replace(/%2F/g, '/')}`,
+        MetadataDirective: 'REPLACE',
+      }),
+    );
+    await this.deleteObject(from);
+  }
+
+  async discard(staged: StagedContent): Promise<void> {
+    await this.deleteObject(this.stagingObject(staged.stagingKey));
+  }
+
+  async open(key: string): Promise<ContentHandle> {
+    const head = await this.head(key);
+    if (!head) throw new ContentNotFoundError(key);
+    const objectKey = this.objectKey(key);
+    return {
+      size: head.size,
+      // Pinned to the ETag seen at opening: bytes of a newer object under the key are never mixed in.
+      read: (range?: ByteRange) => this.download(objectKey, head.etag, range),
+      close: async () => undefined,
+    };
+  }
+
+  private download(objectKey: string, etag: string | undefined, range?: ByteRange): Readable {
+    const out = new PassThrough({ highWaterMark: 1024 * 1024 });
+    this.client
+      .send(
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: objectKey,
+          ...(etag ? { IfMatch: etag } : {}),
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
+      )
+      .then(
+        (res) => pipeline(res.Body as Readable, out, () => undefined),
+        (err: unknown) => out.destroy(isNotFound(err) || statusOf(err) === 412 ? new ContentNotFoundError(objectKey) : (err as Error)),
+      );
+    return out;
+  }
+
+  private async head(key: string): Promise<(StoredObject & { etag: string | undefined }) | undefined> {
+    try {
+      const res = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
+      return { key, size: res.ContentLength ?? 0, modifiedAt: res.LastModified ?? new Date(0), etag: res.ETag || undefined };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async stat(key: string): Promise<StoredObject | undefined> {
+    const head = await this.head(key);
+    return head && { key: head.key, size: head.size, modifiedAt: head.modifiedAt };
+  }
+
+  async remove(key: string): Promise<void> {
+    await this.deleteObject(this.objectKey(key));
+  }
+
+  /** @internal Deletes an object by its full key; a missing one is not an error (S3 says 204 either way). */
+  async deleteObject(objectKey: string): Promise<void> {
+    try {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey }));
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  /** @internal Every object under `prefix` (a store key prefix), as store keys, page by page. */
+  async *list(prefix = ''): AsyncGenerator<StoredObject & { etag?: string }> {
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.config.prefix + prefix, ContinuationToken: token }),
+      );
+      for (const o of page.Contents ?? []) {
+        if (!o.Key) continue;
+        yield { key: o.Key.slice(this.config.prefix.length), size: o.Size ?? 0, modifiedAt: o.LastModified ?? new Date(0) };
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  /** @internal Multipart uploads in progress under `prefix` (a store key prefix). */
+  async *multipartUploads(prefix: string): AsyncGenerator<{ key: string; uploadId: string; initiated: Date }> {
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    for (;;) {
+      const page = await this.client.send(
+        new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: this.config.prefix + prefix, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }),
+      );
+      for (const u of page.Uploads ?? []) {
+        if (u.Key && u.UploadId) yield { key: u.Key.slice(this.config.prefix.length), uploadId: u.UploadId, initiated: u.Initiated ?? new Date(0) };
+      }
+      if (!page.IsTruncated) return;
+      keyMarker = page.NextKeyMarker;
+      uploadIdMarker = page.NextUploadIdMarker;
+    }
+  }
+
+  /** @internal */
+  async abortMultipart(key: string, uploadId: string): Promise<void> {
+    try {
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: this.objectKey(key), UploadId: uploadId }));
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  async *walk(): AsyncGenerator<StoredObject> {
+    for await (const o of this.list()) {
+      // Content always sits in a "folder" (`<deviceId>/...`): the marker at the top is not content,
+      // and resumable uploads in progress are not either.
+      if (!o.key.includes('/') || o.key.startsWith(TUS_PREFIX)) continue;
+      yield { key: o.key, size: o.size, modifiedAt: o.modifiedAt };
+    }
+  }
+
+  async sweepStaging(olderThanMs: number): Promise<number> {
+    const before = Date.now() - olderThanMs;
+    let removed = 0;
+    for await (const o of this.list(STAGING_PREFIX)) {
+      if (o.modifiedAt.getTime() >= before) continue;
+      await this.deleteObject(this.objectKey(o.key));
+      removed++;
+    }
+    // A stage cut off by a crash leaves a multipart upload whose parts are stored (and billed).
+    for await (const u of this.multipartUploads(STAGING_PREFIX)) {
+      if (u.initiated.getTime() >= before) continue;
+      await this.abortMultipart(u.key, u.uploadId);
+      removed++;
+    }
+    return removed;
+  }
+
+  async readMarker(): Promise<string | undefined> {
+    try {
+      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(MARKER_KEY) }));
+      return (await res.Body!.transformToString()).trim();
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async claimMarker(storeId: string): Promise<string> {
+    const existing = await this.readMarker();
+    if (existing !== undefined) return existing;
+    try {
+      // If-None-Match: * makes the write conditional: of two claims at once, one is refused.
+      await this.client.send(
+        new PutObjectCommand({ Bucket: this.bucket, Key: this.objectKey(MARKER_KEY), Body: `${storeId}\n`, IfNoneMatch: '*', ContentType: 'text/plain' }),
+      );
+    } catch (err) {
+      if (statusOf(err) !== 412 && statusOf(err) !== 409) throw err;
+    }
+    return (await this.readMarker()) as string;
+  }
+
+  /** For /readyz: the bucket answers a listing of one key. */
+  async ping(): Promise<boolean> {
+    try {
+      await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.config.prefix, MaxKeys: 1 }));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
