@@ -143,7 +143,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     }) as RequestHandler,
   );
 
-  app.use(healthRoutes(db, sync));
+  app.use(healthRoutes(db, sync, store));
   app.use(metricsRoutes(metrics.registry));
   app.use(docsRoutes());
   app.use(dashboardRoutes([...sync.queues, ...(deps.opsQueues ?? [])], adminGate.middleware()));

@@ -137,6 +137,12 @@ describe.each(['local', 's3'] as const)('content on the %s driver', (driver) => 
     expect(await openMultipartUploads()).toBe(0);
   });
 
+  test('the readiness check reports the content store', async () => {
+    const res = await api.get('/readyz');
+    expect(res.status).toBe(200);
+    expect(res.body.storage).toBe(true);
+  });
+
   test('fsck finds the store clean, then reports content that went missing', async () => {
     const fsck = () => new Fsck(store, new ContentRepository(stack.env.db), new OwnerTransactions(stack.env.db)).run({ repair: false, orphanMinAgeMs: 0, stagingMinAgeMs: 3600_000 });
     expect(await fsck()).toMatchObject({ orphans: [], missing: [] });

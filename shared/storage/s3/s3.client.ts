@@ -13,11 +13,22 @@ const MAX_SOCKETS = 64;
  * (Ceph RGW among them) refuse or ignore the newer `x-amz-checksum-*` trailers of streamed PUTs.
  */
 export function createS3Client(config: S3Config): S3Client {
+  quietNodeVersionNotice();
   return new S3Client(s3ClientOptions(config));
+}
+
+/**
+ * The SDK prints a notice that its releases after January 2027 will need Node 22 to stderr, as plain
+ * text, at its first client: it would break the one-JSON-object-per-line logs, and the versions
+ * pinned in package.json run on Node 20. The SDK reads this switch for exactly that purpose.
+ */
+function quietNodeVersionNotice(): void {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 }
 
 /** The options of every client of a store (the resumable uploads' library makes its own). */
 export function s3ClientOptions(config: S3Config): S3ClientConfig {
+  quietNodeVersionNotice();
   const agentOptions = { keepAlive: true, maxSockets: MAX_SOCKETS };
   return {
     region: config.region,

@@ -37,7 +37,7 @@ export const errorResponse = (description: string, retryAfter = false) => ({
 export const health = {
   type: 'object',
   required: ['status'],
-  properties: { status: { type: 'string' }, mysql: { type: 'boolean' }, redis: { type: 'boolean' } },
+  properties: { status: { type: 'string' }, mysql: { type: 'boolean' }, redis: { type: 'boolean' }, storage: { type: 'boolean' } },
 };
 
 export function contentHeaders() {
