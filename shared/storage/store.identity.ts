@@ -1,6 +1,6 @@
 import type { ContentRepository } from '../db/content.repository';
 import { newId } from '../ids';
-import type { ContentStore } from './content.store';
+import { isStagingKey, type ContentStore } from './content.store';
 
 /** How many content keys are looked for when a database with content meets a store without a marker. */
 const SAMPLE = 20;
@@ -15,6 +15,11 @@ export interface StoreIdentity {
   matches: boolean;
 }
 
+async function holdsContent(store: ContentStore): Promise<boolean> {
+  for await (const entry of store.walk()) if (!isStagingKey(entry.key)) return true;
+  return false;
+}
+
 export async function readIdentity(store: ContentStore, rows: ContentRepository): Promise<StoreIdentity> {
   const [recorded, marker] = await Promise.all([rows.recordedStoreId(), store.readMarker()]);
   return { recorded, marker, matches: recorded !== undefined && marker === recorded };
@@ -23,7 +28,8 @@ export async function readIdentity(store: ContentStore, rows: ContentRepository)
 /**
  * Ties the store to the database, or refuses: called by the gateway and the worker at start-up.
  * - Marker and database agree: the store is the database's.
- * - The store carries another id: it belongs to another database; refused.
+ * - The store carries another id: it belongs to another database; refused, unless neither the
+ *   database nor the store holds any content (a database recreated over an empty store).
  * - The store has no marker: it is claimed when the database holds no content yet (a newcomer's first
  *   start, or a store moved while empty). When the database holds content, it is claimed only if the
  *   database has no id yet (an installation from before markers) and some of that content is found
@@ -37,6 +43,11 @@ export async function claimStore(store: ContentStore, rows: ContentRepository): 
   if (recorded !== undefined && marker === recorded) return recorded;
   const where = store.location;
   if (marker !== undefined) {
+    // A database created afresh over a store that holds no content (only its marker): nothing can be
+    // lost either way, so the database takes the store's id rather than asking for a step.
+    if (recorded === undefined && (await rows.someStorageKeys(1)).length === 0 && !(await holdsContent(store))) {
+      if ((await rows.recordStoreId(marker)) === marker) return marker;
+    }
     throw new StoreMismatchError(
       `${where} is the content store of another database (its marker is ${marker}, ${recorded ? `this database's store is ${recorded}` : 'this database has none yet'}); point UPLOAD_DIR at this database's store`,
     );
