@@ -79,8 +79,9 @@ osd data = $DIR/osd/\$name
 osd objectstore = memstore
 memstore device bytes = 4294967296
 osd max object size = 134217728
-# Deleted objects go at once rather than after two hours (memstore keeps them in memory meanwhile).
-rgw gc obj min wait = 1
+# Deleted objects' data goes after a minute rather than two hours (memstore keeps it in memory
+# meanwhile); a minute still lets a download that started before the delete finish.
+rgw gc obj min wait = 60
 rgw gc processor period = 5
 rgw gc processor max time = 5
 
