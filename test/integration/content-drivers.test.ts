@@ -3,7 +3,7 @@ import { ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { ContentRepository } from '../../shared/db/content.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import type { ContentStore } from '../../shared/storage/content.store';
-import { S3ContentStore } from '../../shared/storage/s3/s3.store';
+import { PART_SIZE, S3ContentStore } from '../../shared/storage/s3/s3.store';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { Fsck } from '../../services/maintenance/fsck';
 import type { Api } from '../support/client';
@@ -49,7 +49,7 @@ describe.each(['local', 's3'] as const)('content on the %s driver', (driver) => 
   };
 
   test('a file larger than one part uploads, reads back whole and by range, with its digest', async () => {
-    const body = randomBytes(9 * 1024 * 1024 + 123);
+    const body = randomBytes(PART_SIZE + 1024 * 1024 + 123);
     const created = await api.upload({ sha256: sha256(body) }, { name: 'big.bin', content: body });
     expect(created.status).toBe(201);
     expect(created.body.sha256).toBe(sha256(body));

@@ -36,8 +36,11 @@ export const MARKER_KEY = '.filesync-store';
  * one PutObject, a larger one a multipart upload. At most PART_SIZE x PARTS_IN_FLIGHT bytes of an
  * upload are in memory, whatever its size.
  */
-export const PART_SIZE = 8 * 1024 * 1024;
+export const PART_SIZE = 16 * 1024 * 1024;
 const PARTS_IN_FLIGHT = 4;
+
+/** Size and ETag of content keys read recently; the oldest are dropped first. */
+const HEAD_CACHE_ENTRIES = 10_000;
 
 /** CopyObject copies at most 5 GiB in one request. */
 const MAX_SINGLE_COPY = 5 * 1024 ** 3;
@@ -51,6 +54,12 @@ const MAX_SINGLE_COPY = 5 * 1024 ** 3;
 export class S3ContentStore implements ContentStore {
   readonly client: S3Client;
   private tus: S3TusStore | undefined;
+  /**
+   * A content key is never written twice (a replacement gets a new key), so what a HEAD said of it
+   * holds until it is removed: reads of a key seen before skip that round trip. The GET is still
+   * pinned to the ETag, so a stale entry can only make a read fail, never serve other bytes.
+   */
+  private readonly heads = new Map<string, { size: number; etag: string | undefined; modifiedAt: Date }>();
 
   constructor(readonly config: S3Config) {
     this.client = createS3Client(config);
@@ -131,13 +140,19 @@ export class S3ContentStore implements ContentStore {
   }
 
   async open(key: string): Promise<ContentHandle> {
-    const head = await this.head(key);
-    if (!head) throw new ContentNotFoundError(key);
     const objectKey = this.objectKey(key);
+    let head = this.heads.get(objectKey);
+    if (!head) {
+      head = await this.head(key);
+      if (!head) throw new ContentNotFoundError(key);
+      if (this.heads.size >= HEAD_CACHE_ENTRIES) this.heads.delete(this.heads.keys().next().value as string);
+      this.heads.set(objectKey, head);
+    }
+    const { etag } = head;
     return {
       size: head.size,
       // Pinned to the ETag seen at opening: bytes of a newer object under the key are never mixed in.
-      read: (range?: ByteRange) => this.download(objectKey, head.etag, range),
+      read: (range?: ByteRange) => this.download(objectKey, etag, range),
       close: async () => undefined,
     };
   }
@@ -155,7 +170,11 @@ export class S3ContentStore implements ContentStore {
       )
       .then(
         (res) => pipeline(res.Body as Readable, out, () => undefined),
-        (err: unknown) => out.destroy(isNotFound(err) || statusOf(err) === 412 ? new ContentNotFoundError(objectKey) : (err as Error)),
+        (err: unknown) => {
+          const gone = isNotFound(err) || statusOf(err) === 412;
+          if (gone) this.heads.delete(objectKey);
+          out.destroy(gone ? new ContentNotFoundError(objectKey) : (err as Error));
+        },
       );
     return out;
   }
@@ -181,6 +200,7 @@ export class S3ContentStore implements ContentStore {
 
   /** @internal Deletes an object by its full key; a missing one is not an error (S3 says 204 either way). */
   async deleteObject(objectKey: string): Promise<void> {
+    this.heads.delete(objectKey);
     try {
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey }));
     } catch (err) {
