@@ -1,5 +1,5 @@
 /**
- * `npm run chaos [-- --minutes=3] [-- --workers=3] [-- --devices=12] [-- --redis=cluster] [-- --keep]`
+ * `npm run chaos [-- --minutes=3] [-- --workers=3] [-- --devices=12] [-- --redis=cluster] [-- --storage=s3] [-- --keep]`
  *
  * A fault-injection run against real processes: one gateway and several workers built into dist/,
  * a database of its own on the local MySQL/MariaDB (DATABASE_HOST_URL, default root@127.0.0.1:3306)
@@ -9,7 +9,10 @@
  * with SIGSTOP for 25 s. With `--redis=cluster` the services run on a six-node Redis Cluster (three
  * masters, three replicas; scripts/redis-cluster.sh) instead, and the Redis faults are the master
  * serving the queues' slot SIGKILLed, its replica taking over, the dead node restarted as a replica
- * (then the same for another master). At the end MySQL is checked against every answer; the exit code is non-zero
+ * (then the same for another master). With `--storage=s3` content lives on a one-node Ceph RGW
+ * (scripts/rgw.sh) and a client uploads files over tus through every fault, resuming from HEAD's
+ * offset whenever a request fails (the gateway's SIGKILL above all); each finished file is read back
+ * and compared at the end. At the end MySQL is checked against every answer; the exit code is non-zero
  * when anything was lost, doubled, applied out of order or left hanging.
  */
 import { randomBytes } from 'node:crypto';
@@ -18,7 +21,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { createDb } from '../../shared/db/knex';
 import { Api } from '../support/client';
+import { createS3Client } from '../../shared/storage/s3/s3.client';
 import { RedisCluster } from '../support/redis.cluster';
+import { createBucket, Rgw } from '../support/rgw';
+import { ChaosUploader, type UploaderReport } from './uploader';
 import { freePort, RedisServer } from '../support/redis.server';
 import { verify, type DeviceInfo } from './check';
 import { ChaosDevice, type Attempt } from './device';
@@ -35,6 +41,7 @@ const MINUTES = Number(args.minutes ?? 3);
 const WORKERS = Number(args.workers ?? 3);
 const DEVICES = Number(args.devices ?? 12);
 const ON_CLUSTER = args.redis === 'cluster';
+const ON_S3 = args.storage === 's3';
 const SYNC_TIMEOUT_MS = 10_000;
 const HANG_MS = SYNC_TIMEOUT_MS + 5_000;
 const ADMIN = { username: 'chaos-admin', password: 'chaos-admin-password' };
@@ -48,6 +55,21 @@ async function main(): Promise<void> {
   const server = (process.env.DATABASE_HOST_URL ?? 'mysql://root@127.0.0.1:3306').replace(/\/$/, '');
   const databaseUrl = `${server}/${name}`;
   const redis = ON_CLUSTER ? await RedisCluster.start(3, 1) : await RedisServer.start();
+  const rgw = ON_S3 ? await Rgw.start() : undefined;
+  const storage: Record<string, string> = {};
+  if (rgw) {
+    Object.assign(storage, rgw.env, { STORAGE_DRIVER: 's3', S3_BUCKET: 'filesync-chaos', S3_PREFIX: `${name}/` });
+    const client = createS3Client({
+      bucket: 'filesync-chaos',
+      prefix: '',
+      endpoint: rgw.env.S3_ENDPOINT,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: rgw.env.S3_ACCESS_KEY_ID!, secretAccessKey: rgw.env.S3_SECRET_ACCESS_KEY! },
+    });
+    await createBucket(client, 'filesync-chaos');
+    client.destroy();
+  }
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const where = redis instanceof RedisCluster ? `a Redis Cluster on ${redis.nodes}` : `redis on ${redis.port}`;
@@ -70,6 +92,7 @@ async function main(): Promise<void> {
     SHUTDOWN_TIMEOUT_MS: '3000',
     PORT: String(port),
     WORKER_PORT: '0',
+    ...storage,
   };
   const gateway = new Service('gateway', 'gateway', env, dir);
   const workers = Array.from({ length: WORKERS }, (_, i) => new Service(`worker-${i}`, 'worker', env, dir));
@@ -94,14 +117,17 @@ async function main(): Promise<void> {
     let stopping = false;
     let drainUntil = Number.POSITIVE_INFINITY;
     const loops = devices.map((d) => d.run(() => stopping, () => drainUntil));
+    const uploader = ON_S3 ? new ChaosUploader(() => baseUrl, (await admin.createUser('chaos-uploader')).token) : undefined;
+    const uploading = uploader?.run(() => stopping);
     const faults = await runFaults({ gateway, workers, redis, queueSlotKey: `{${name}}`, endAt, devices });
 
     stopping = true;
     drainUntil = Date.now() + 60_000;
     log('faults over; letting every device finish the batch in hand');
-    await Promise.all(loops);
+    await Promise.all([...loops, uploading]);
     await sleep(3000);
     const verdict = await verify(db, infos, attempts);
+    const uploads: UploaderReport | undefined = await uploader?.verify();
     const report = latencyReport(attempts, faults, started);
     const answered = attempts.filter((a) => a.status === 200).length;
     const ops = attempts.filter((a) => a.status === 200).reduce((n, a) => n + Object.keys(a.outcomes ?? {}).length, 0);
@@ -114,15 +140,20 @@ async function main(): Promise<void> {
     console.log(`order violations: ${verdict.orderViolations}`);
     console.log(`hung: ${verdict.hung} (no answer within ${HANG_MS / 1000} s)`);
     console.log(`inconsistent answers: ${verdict.inconsistent}; unexpected op failures: ${verdict.unexpectedFailures}`);
+    if (uploads) {
+      console.log(`resumable uploads on S3: ${uploads.completed} finished, ${uploads.resumed} PATCHes resumed after a failure, ${uploads.unconfirmed} whose last answer was lost, ${uploads.mismatches} read back wrong`);
+      for (const e of uploads.examples) console.log(`  ! ${e}`);
+    }
     for (const line of report) console.log(line);
     for (const e of verdict.examples) console.log(`  ! ${e}`);
-    const bad = verdict.lost + verdict.doubled + verdict.orderViolations + verdict.hung + verdict.inconsistent;
+    const bad = verdict.lost + verdict.doubled + verdict.orderViolations + verdict.hung + verdict.inconsistent + (uploads?.mismatches ?? 0);
     exitCode = bad > 0 ? 1 : 0;
     console.log(bad > 0 ? 'RESULT: FAILED' : 'RESULT: OK');
   } finally {
     await Promise.allSettled([gateway.stop(), ...workers.map((w) => w.stop())]);
     for (const s of [gateway, ...workers]) s.close();
     await redis.stop();
+    if (rgw) await Rgw.stop(rgw.dir);
     if (args.keep !== 'true') {
       await db.raw(`DROP DATABASE IF EXISTS \`${name}\``).catch(() => undefined);
       await fs.rm(path.join(dir, 'uploads'), { recursive: true, force: true });
