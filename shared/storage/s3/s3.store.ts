@@ -2,6 +2,7 @@ import { PassThrough, pipeline, type Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
   CopyObjectCommand,
+  CreateBucketCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
@@ -288,11 +289,21 @@ export class S3ContentStore implements ContentStore {
   async claimMarker(storeId: string): Promise<string> {
     const existing = await this.readMarker();
     if (existing !== undefined) return existing;
-    try {
-      // If-None-Match: * makes the write conditional: of two claims at once, one is refused.
-      await this.client.send(
+    // If-None-Match: * makes the write conditional: of two claims at once, one is refused.
+    const write = () =>
+      this.client.send(
         new PutObjectCommand({ Bucket: this.bucket, Key: this.objectKey(MARKER_KEY), Body: `${storeId}\n`, IfNoneMatch: '*', ContentType: 'text/plain' }),
       );
+    try {
+      await write().catch(async (err: unknown) => {
+        if ((err as Error).name !== 'NoSuchBucket') throw err;
+        // A first start on a bucket nobody created yet: create it (needs s3:CreateBucket, which the
+        // least-privilege policy in docs/OPERATIONS.md leaves out; then create it beforehand).
+        await this.client.send(new CreateBucketCommand({ Bucket: this.bucket })).catch((e: unknown) => {
+          if (!['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes((e as Error).name)) throw e;
+        });
+        await write();
+      });
     } catch (err) {
       if (statusOf(err) !== 412 && statusOf(err) !== 409) throw err;
     }
