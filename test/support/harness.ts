@@ -81,7 +81,12 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
 export async function deleteQueueKeys(prefix: string, target: RedisTarget = 'redis://127.0.0.1:6379'): Promise<void> {
   const connection = connectRedis(target, 'producer', { enableOfflineQueue: true });
   try {
-    if (connection instanceof Cluster) await new Promise((resolve) => connection.once('ready', resolve));
+    if (connection instanceof Cluster) {
+      await new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('the Redis Cluster did not answer')), 5000);
+        connection.once('ready', () => resolve(clearTimeout(timer)));
+      });
+    }
     for (const node of masters(connection)) {
       for (const pattern of [`${prefix}:*`, `{${prefix}}:*`]) {
         let cursor = '0';
