@@ -141,7 +141,7 @@ async function main(): Promise<void> {
     console.log(`hung: ${verdict.hung} (no answer within ${HANG_MS / 1000} s)`);
     console.log(`inconsistent answers: ${verdict.inconsistent}; unexpected op failures: ${verdict.unexpectedFailures}`);
     if (uploads) {
-      console.log(`resumable uploads on S3: ${uploads.completed} finished, ${uploads.resumed} PATCHes resumed after a failure, ${uploads.unconfirmed} whose last answer was lost, ${uploads.mismatches} read back wrong`);
+      console.log(`resumable uploads on S3: ${uploads.completed} finished, ${uploads.resumed} PATCHes resumed after a failure, ${uploads.unconfirmed} whose last answer was lost, ${uploads.mismatches} read back wrong; failed PATCHes by answer: ${JSON.stringify(uploads.failures)}`);
       for (const e of uploads.examples) console.log(`  ! ${e}`);
     }
     for (const line of report) console.log(line);

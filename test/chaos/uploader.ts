@@ -11,6 +11,7 @@ export interface UploaderReport {
   resumed: number;
   /** Uploads whose completion answer was lost with a killed gateway (their file is not checked). */
   unconfirmed: number;
+  failures: Record<string, number>;
   /** Finished files whose downloaded bytes differ from what was sent, or that cannot be read. */
   mismatches: number;
   examples: string[];
@@ -25,6 +26,8 @@ export class ChaosUploader {
   private readonly done: Array<{ id: string; sha256: string; size: number }> = [];
   private resumed = 0;
   private unconfirmed = 0;
+  /** Why PATCHes failed: HTTP status, or no answer (connection cut, gateway gone). */
+  private readonly failures = new Map<string, number>();
 
   constructor(
     private readonly baseUrl: () => string,
@@ -69,6 +72,8 @@ export class ChaosUploader {
         }
         // Cut off, or the gateway went away: the bytes the bucket holds decide where to go on.
         this.resumed++;
+        const why = res ? String(res.status) : 'no answer';
+        this.failures.set(why, (this.failures.get(why) ?? 0) + 1);
         let head: Response | undefined;
         while (head?.status !== 200 && head?.status !== 404 && !stop()) {
           await sleep(300);
@@ -86,7 +91,7 @@ export class ChaosUploader {
   }
 
   async verify(): Promise<UploaderReport> {
-    const report: UploaderReport = { completed: this.done.length, resumed: this.resumed, unconfirmed: this.unconfirmed, mismatches: 0, examples: [] };
+    const report: UploaderReport = { completed: this.done.length, resumed: this.resumed, unconfirmed: this.unconfirmed, failures: Object.fromEntries(this.failures), mismatches: 0, examples: [] };
     for (const f of this.done) {
       const res = await this.call('GET', `/v1/files/${f.id}/content`, {});
       const bytes = res?.status === 200 ? Buffer.from(await res.arrayBuffer()) : undefined;
