@@ -6,7 +6,6 @@ import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
-  ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   type S3Client,
@@ -27,6 +26,7 @@ import {
 } from '../content.store';
 import { HashMeter } from '../hash.meter';
 import { createS3Client, isNotFound, statusOf } from './s3.client';
+import { listMultipartUploads, listObjects, type MultipartUpload } from './s3.listing';
 import { S3TusStore, TUS_PREFIX } from './s3.tus-store';
 
 /** The marker object, beside the content under the prefix (the local driver's marker file). */
@@ -210,35 +210,13 @@ export class S3ContentStore implements ContentStore {
   }
 
   /** @internal Every object under `prefix` (a store key prefix), as store keys, page by page. */
-  async *list(prefix = ''): AsyncGenerator<StoredObject & { etag?: string }> {
-    let token: string | undefined;
-    do {
-      const page = await this.client.send(
-        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.config.prefix + prefix, ContinuationToken: token }),
-      );
-      for (const o of page.Contents ?? []) {
-        if (!o.Key) continue;
-        yield { key: o.Key.slice(this.config.prefix.length), size: o.Size ?? 0, modifiedAt: o.LastModified ?? new Date(0) };
-      }
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
+  list(prefix = ''): AsyncGenerator<StoredObject> {
+    return listObjects(this.client, this.bucket, this.config.prefix, prefix);
   }
 
   /** @internal Multipart uploads in progress under `prefix` (a store key prefix). */
-  async *multipartUploads(prefix: string): AsyncGenerator<{ key: string; uploadId: string; initiated: Date }> {
-    let keyMarker: string | undefined;
-    let uploadIdMarker: string | undefined;
-    for (;;) {
-      const page = await this.client.send(
-        new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: this.config.prefix + prefix, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }),
-      );
-      for (const u of page.Uploads ?? []) {
-        if (u.Key && u.UploadId) yield { key: u.Key.slice(this.config.prefix.length), uploadId: u.UploadId, initiated: u.Initiated ?? new Date(0) };
-      }
-      if (!page.IsTruncated) return;
-      keyMarker = page.NextKeyMarker;
-      uploadIdMarker = page.NextUploadIdMarker;
-    }
+  multipartUploads(prefix: string): AsyncGenerator<MultipartUpload> {
+    return listMultipartUploads(this.client, this.bucket, this.config.prefix, prefix);
   }
 
   /** @internal */
