@@ -20,11 +20,12 @@ usage() { echo "usage: $0 start DIR [MASTERS] [REPLICAS_PER_MASTER] | restart DI
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# A port p with p and its cluster bus port p+10000 both free, from a random start.
+# A port p with p and its cluster bus port p+10000 both free, at random below the kernel's
+# ephemeral range (32768 and up), where outgoing connections could take it between check and bind.
 pick_port() {
   local taken=" $* " p
   for _ in $(seq 1 200); do
-    p=$(( 20000 + RANDOM % 20000 ))
+    p=$(( 10000 + RANDOM % 12700 ))
     [[ $taken == *" $p "* ]] && continue
     if port_free "$p" && port_free $((p + 10000)); then echo "$p"; return 0; fi
   done
@@ -33,7 +34,7 @@ pick_port() {
 
 wait_until() {
   local what=$1; shift
-  for _ in $(seq 1 200); do
+  for _ in $(seq 1 400); do
     if "$@"; then return 0; fi
     sleep 0.05
   done
@@ -72,21 +73,34 @@ restart() {
   wait_until "cluster_state:ok on every node" cluster_ok
 }
 
+# A port taken between the check and the bind (by another test run) fails one attempt: start over
+# on other ports, a few times.
 start() {
+  local attempt
+  for attempt in 1 2 3; do
+    if start_once "$@"; then return 0; fi
+    echo "redis cluster: attempt $attempt failed, trying other ports" >&2
+    stop "$1"
+  done
+  return 1
+}
+
+start_once() {
   local dir=$1 masters=${2:-3} replicas=${3:-0}
   local total=$(( masters * (1 + replicas) ))
-  mkdir -p "$dir"
-  dir=$(cd "$dir" && pwd)
+  # Called as an `if` condition, where `set -e` does not apply: every step says when it failed.
+  mkdir -p "$dir" || return 1
+  dir=$(cd "$dir" && pwd) || return 1
   ports=()
-  for _ in $(seq 1 "$total"); do ports+=("$(pick_port "${ports[@]}")"); done
-  for p in "${ports[@]}"; do launch "$dir" "$p"; done
-  for p in "${ports[@]}"; do wait_until "node $p answering" bash -c "[ \"\$(redis-cli -p $p ping 2>/dev/null)\" = PONG ]"; done
+  for _ in $(seq 1 "$total"); do ports+=("$(pick_port "${ports[@]}")") || return 1; done
+  for p in "${ports[@]}"; do launch "$dir" "$p" || return 1; done
+  for p in "${ports[@]}"; do wait_until "node $p answering" bash -c "[ \"\$(redis-cli -p $p ping 2>/dev/null)\" = PONG ]" || return 1; done
   local hosts=()
   for p in "${ports[@]}"; do hosts+=("127.0.0.1:$p"); done
   redis-cli --cluster create "${hosts[@]}" --cluster-replicas "$replicas" --cluster-yes >"$dir/create.log" 2>&1 \
-    || { cat "$dir/create.log" >&2; stop "$dir"; return 1; }
-  wait_until "cluster_state:ok on every node" cluster_ok
-  wait_until "replicas in sync" replicas_synced
+    || { cat "$dir/create.log" >&2; return 1; }
+  wait_until "cluster_state:ok on every node" cluster_ok || return 1
+  wait_until "replicas in sync" replicas_synced || return 1
   printf '%s\n' "${ports[@]}" >"$dir/ports"
   local nodes
   nodes=$(IFS=,; echo "${hosts[*]}")

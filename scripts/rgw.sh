@@ -18,7 +18,8 @@ port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 pick_port() {
   local p
   for _ in $(seq 1 200); do
-    p=$(( 20000 + RANDOM % 30000 ))
+    # Below the kernel's ephemeral range (32768 and up), which outgoing connections draw from.
+    p=$(( 10000 + RANDOM % 22700 ))
     if port_free "$p"; then echo "$p"; return 0; fi
   done
   echo "no free port found" >&2; return 1
