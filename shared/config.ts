@@ -1,15 +1,21 @@
 import Joi from 'joi';
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { parseClusterNodes, type RedisNode } from './redis/redis.connection';
 
 /** Everything the services read from the environment, validated once at start-up. */
 export interface Config {
   readonly databaseUrl: string;
   readonly redisUrl: string;
+  /** REDIS_CLUSTER_NODES: when set, every use of Redis goes to this cluster and redisUrl is unused. */
+  readonly redisClusterNodes: readonly RedisNode[] | undefined;
   readonly port: number;
   readonly workerPort: number;
   readonly dataDir: string;
   readonly uploadDir: string;
+  /** STORAGE_DRIVER: where content lives, UPLOAD_DIR (`local`) or an S3 bucket (`s3`, with `s3` below). */
+  readonly storageDriver: 'local' | 's3';
+  readonly s3: S3Config | undefined;
   readonly maxUploadBytes: number;
   /** How long an unfinished resumable upload is kept, in milliseconds (UPLOAD_EXPIRY_HOURS). */
   readonly uploadExpiryMs: number;
@@ -50,11 +56,25 @@ export interface Config {
   readonly maxVersions: number;
 }
 
+/** Where content lives with STORAGE_DRIVER=s3. The credentials are never logged. */
+export interface S3Config {
+  readonly bucket: string;
+  /** Prepended to every key, e.g. `filesync/`; may be empty. */
+  readonly prefix: string;
+  /** An S3-compatible endpoint; undefined for AWS itself. */
+  readonly endpoint: string | undefined;
+  readonly region: string;
+  readonly forcePathStyle: boolean;
+  /** Static credentials; undefined lets the AWS SDK's default chain find them (environment, web identity, instance role). */
+  readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined;
+}
+
 export class ConfigError extends Error {}
 
 const schema = Joi.object({
   DATABASE_URL: Joi.string().uri({ scheme: ['mysql'] }).default('mysql://root@127.0.0.1:3306/filesync'),
   REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
+  REDIS_CLUSTER_NODES: Joi.string().custom(parseClusterNodes),
   PORT: Joi.number().integer().min(0).max(65535).default(8080),
   WORKER_PORT: Joi.number().integer().min(0).max(65535).default(9091),
   DATA_DIR: Joi.string().default('./data'),
@@ -90,8 +110,22 @@ const schema = Joi.object({
   DEFAULT_QUOTA_BYTES: Joi.number().integer().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
   VERSION_RETENTION_DAYS: Joi.number().positive().max(36500).default(30),
   MAX_VERSIONS: Joi.number().integer().min(0).max(100000).default(50),
+  STORAGE_DRIVER: Joi.string().valid('local', 's3').default('local'),
+  S3_BUCKET: Joi.string()
+    .pattern(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/)
+    .message('S3_BUCKET must be a bucket name (3-63 characters of a-z 0-9 . -)')
+    .when('STORAGE_DRIVER', { is: 's3', then: Joi.required() }),
+  S3_PREFIX: Joi.string()
+    .pattern(/^(?!\/)(?!.*\/\/)[A-Za-z0-9!_.*'()\/-]{0,512}$/)
+    .message('S3_PREFIX must be letters, digits and !_.*\'()-/ without a leading or doubled slash'),
+  S3_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }),
+  S3_REGION: Joi.string().pattern(/^[a-z0-9-]{1,64}$/).default('us-east-1'),
+  S3_FORCE_PATH_STYLE: Joi.boolean(),
+  S3_ACCESS_KEY_ID: Joi.string().max(256),
+  S3_SECRET_ACCESS_KEY: Joi.string().max(256),
 })
   .and('ADMIN_USERNAME', 'ADMIN_PASSWORD')
+  .and('S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY')
   .unknown(true);
 
 const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
@@ -143,6 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return Object.freeze({
     databaseUrl: value.DATABASE_URL,
     redisUrl: value.REDIS_URL,
+    redisClusterNodes: value.REDIS_CLUSTER_NODES?.length ? Object.freeze(value.REDIS_CLUSTER_NODES.map((n: RedisNode) => Object.freeze(n))) : undefined,
     port: value.PORT,
     workerPort: value.WORKER_PORT,
     dataDir,
@@ -177,5 +212,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultQuotaBytes: value.DEFAULT_QUOTA_BYTES === 0 ? null : value.DEFAULT_QUOTA_BYTES,
     versionRetentionDays: value.VERSION_RETENTION_DAYS,
     maxVersions: value.MAX_VERSIONS,
+    storageDriver: value.STORAGE_DRIVER,
+    s3: value.STORAGE_DRIVER === 's3' ? s3Config(value) : undefined,
   });
+}
+
+function s3Config(value: Record<string, any>): S3Config {
+  const credentials = value.S3_ACCESS_KEY_ID ? { accessKeyId: value.S3_ACCESS_KEY_ID, secretAccessKey: value.S3_SECRET_ACCESS_KEY } : undefined;
+  const s3: S3Config = {
+    bucket: value.S3_BUCKET,
+    prefix: value.S3_PREFIX ?? '',
+    endpoint: value.S3_ENDPOINT,
+    region: value.S3_REGION,
+    forcePathStyle: value.S3_FORCE_PATH_STYLE ?? value.S3_ENDPOINT !== undefined,
+    credentials: undefined,
+  };
+  // Not enumerable: a log line or a JSON dump of the configuration never shows the secret.
+  Object.defineProperty(s3, 'credentials', { value: credentials && Object.freeze(credentials), enumerable: false });
+  return Object.freeze(s3);
 }

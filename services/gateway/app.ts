@@ -124,10 +124,10 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const versions = new VersionsService(owners, resources, new VersionRepository(db), content, store);
   const reservations = new UploadReservations(owners, new ReservationRepository(db), store, quota);
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
-  const principals = new PrincipalCache(config.authCacheMs, config.redisUrl, config.queuePrefix, logger);
+  const principals = new PrincipalCache(config.authCacheMs, config, config.queuePrefix, logger);
   const authenticated = requireUser(tokens, users, principals);
   const uploads = createUploads({ config, store, files, content, resources, reservations, authenticated, logger });
-  const limits = new RateLimits(config.redisUrl, config.queuePrefix, logger);
+  const limits = new RateLimits(config, config.queuePrefix, logger);
   const basicFailures = new FailureLimit(limits.store('admin-basic'), config.loginRateLimit, (err) =>
     logger.warn({ reason: err instanceof Error ? err.message : String(err) }, 'dashboard failure limit: Redis unavailable, not counted'),
   );
@@ -191,7 +191,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     }) as RequestHandler,
   );
 
-  app.use(healthRoutes(db, sync));
+  app.use(healthRoutes(db, sync, store));
   app.use(metricsRoutes(metrics.registry));
   app.use(docsRoutes());
   app.use(dashboardRoutes([...sync.queues, ...(deps.opsQueues ?? [])], adminGate.middleware()));

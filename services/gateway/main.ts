@@ -24,16 +24,16 @@ async function main(): Promise<void> {
   await claimStore(store, new ContentRepository(db));
   const jwtSecret = await resolveJwtSecret(config);
   const sync = new SyncClient(
-    { redisUrl: config.redisUrl, prefix: config.queuePrefix, timeoutMs: config.syncTimeoutMs, db },
+    { redis: config, prefix: config.queuePrefix, timeoutMs: config.syncTimeoutMs, db },
     logger,
   );
   const changes = new ChangeHub(
-    config.redisUrl,
+    config,
     config.queuePrefix,
     { maxHeld: config.feedMaxHeld, maxPerUser: config.feedMaxHeldPerUser },
     logger,
   );
-  const maintenance = openMaintenanceQueue(config.redisUrl, config.queuePrefix);
+  const maintenance = openMaintenanceQueue(config, config.queuePrefix);
   const gateway = buildGateway({ config, jwtSecret, db, sync, changes, logger, opsQueues: [maintenance], store });
   const { hasher, storage } = gateway;
   if ((await ensureInitialAdmin(config, db, hasher)) === 'created') logger.info('initial administrator created');

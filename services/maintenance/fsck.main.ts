@@ -35,7 +35,7 @@ async function main(): Promise<number> {
   const options = parseArgs(process.argv.slice(2));
   const config = loadConfig();
   const db = createDb(config.databaseUrl, { max: 2 });
-  const notifier = new RedisChangeNotifier(config.redisUrl, config.queuePrefix, createLogger('fsck', 'silent'));
+  const notifier = new RedisChangeNotifier(config, config.queuePrefix, createLogger('fsck', 'silent'));
   try {
     const store = createContentStore(config);
     const fsck = new Fsck(store, new ContentRepository(db), new OwnerTransactions(db, notifier), new UsageRepository(db));

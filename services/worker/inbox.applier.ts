@@ -1,4 +1,4 @@
-import type IORedis from 'ioredis';
+import type { RedisConnection } from '../../shared/redis/redis.connection';
 import type { Db } from '../../shared/db/knex';
 import { InboxRepository, type InboxBatch } from '../../shared/db/inbox.repository';
 import type { OwnerTransactions } from '../../shared/db/owner.transaction';
@@ -50,7 +50,7 @@ export class InboxApplier {
   constructor(
     private readonly db: Db,
     owners: OwnerTransactions,
-    private readonly publisher: IORedis,
+    private readonly publisher: RedisConnection,
     private readonly options: InboxApplierOptions,
     private readonly logger: Logger,
     private readonly observe: BatchObserver = () => undefined,

@@ -21,7 +21,7 @@ import {
   type MaintenanceJobData,
   type MaintenanceJobResult,
 } from '../../shared/queue/maintenance.contract';
-import { redisOptions } from '../../shared/queue/sync.contract';
+import { bullPrefix, closingWith, connectRedis } from '../../shared/redis/redis.connection';
 import type { ContentStore, ResumableDataStore } from '../../shared/storage/content.store';
 import { createContentStore } from '../../shared/storage/store.factory';
 
@@ -83,10 +83,11 @@ export async function startMaintenance(
   logger: Logger,
   store: ContentStore = createContentStore(config),
 ): Promise<MaintenanceWorkers> {
-  const notifier = new RedisChangeNotifier(config.redisUrl, config.queuePrefix, logger);
+  const notifier = new RedisChangeNotifier(config, config.queuePrefix, logger);
   const tasks = new Map(maintenanceTasks(config, store, new OwnerTransactions(db, notifier), db, logger).map((t) => [t.name, t]));
-  const connection = redisOptions(config.redisUrl, 'blocking');
-  const queue = new Queue<MaintenanceJobData, MaintenanceJobResult>(MAINTENANCE_QUEUE, { connection, prefix: config.queuePrefix });
+  const prefix = bullPrefix(config, config.queuePrefix);
+  const queueConnection = connectRedis(config, 'blocking');
+  const queue = closingWith(new Queue<MaintenanceJobData, MaintenanceJobResult>(MAINTENANCE_QUEUE, { connection: queueConnection, prefix }), queueConnection);
   try {
     await queue.setGlobalConcurrency(1);
     for (const task of tasks.values()) {
@@ -95,7 +96,8 @@ export async function startMaintenance(
   } finally {
     await queue.close();
   }
-  const worker = new Worker<MaintenanceJobData, MaintenanceJobResult>(
+  const connection = connectRedis(config, 'blocking');
+  const worker = closingWith(new Worker<MaintenanceJobData, MaintenanceJobResult>(
     MAINTENANCE_QUEUE,
     async (job) => {
       const task = tasks.get(job.name);
@@ -107,8 +109,8 @@ export async function startMaintenance(
       logger[level]({ job: job.name, jobId: job.id, ...result, ms: Date.now() - started }, 'maintenance job done');
       return result;
     },
-    { connection, prefix: config.queuePrefix, concurrency: 1 },
-  );
+    { connection, prefix, concurrency: 1 },
+  ), connection);
   worker.on('failed', (job, err) => logger.error({ job: job?.name, jobId: job?.id, err: err.message }, 'maintenance job failed'));
   worker.on('error', (err) => logger.warn({ err: err.message }, 'maintenance worker connection error'));
   await worker.waitUntilReady();

@@ -1,9 +1,9 @@
-import IORedis from 'ioredis';
 import { Queue, Worker } from 'bullmq';
 import type { Config } from '../../shared/config';
 import type { Db } from '../../shared/db/knex';
 import type { Logger } from '../../shared/logger';
-import { redisOptions, SYNC_QUEUE_NAME, type SyncJobData, type SyncRingResult } from '../../shared/queue/sync.contract';
+import { bullPrefix, closingWith, connectRedis } from '../../shared/redis/redis.connection';
+import { SYNC_QUEUE_NAME, type SyncJobData, type SyncRingResult } from '../../shared/queue/sync.contract';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { RedisChangeNotifier } from '../../shared/queue/change.channel';
 import { InboxApplier, type BatchObserver } from './inbox.applier';
@@ -32,9 +32,9 @@ const RETENTION_MS = 24 * 3600 * 1000;
  * from MySQL (see InboxApplier), so no global concurrency is needed.
  */
 export async function startSyncWorkers(config: Config, db: Db, logger: Logger, observe?: BatchObserver): Promise<SyncWorkers> {
-  const publisher = new IORedis(redisOptions(config.redisUrl, 'producer'));
+  const publisher = connectRedis(config, 'producer');
   publisher.on('error', (err) => logger.debug({ err: err.message }, 'redis publisher connection error'));
-  const notifier = new RedisChangeNotifier(config.redisUrl, config.queuePrefix, logger);
+  const notifier = new RedisChangeNotifier(config, config.queuePrefix, logger);
   const applier = new InboxApplier(
     db,
     new OwnerTransactions(db, notifier),
@@ -43,14 +43,15 @@ export async function startSyncWorkers(config: Config, db: Db, logger: Logger, o
     logger,
     observe,
   );
-  const connection = redisOptions(config.redisUrl, 'blocking');
+  const prefix = bullPrefix(config, config.queuePrefix);
+  const connection = connectRedis(config, 'blocking');
   const turns = new RingTurns(config.userWriteConcurrency);
-  const worker = new Worker<SyncJobData, SyncRingResult>(
+  const worker = closingWith(new Worker<SyncJobData, SyncRingResult>(
     SYNC_QUEUE_NAME,
     turns.wrap((job) => applier.ring(job.data, logger.child({ requestId: job.data.requestId, jobId: job.id, deviceId: job.data.deviceId }))),
     {
       connection,
-      prefix: config.queuePrefix,
+      prefix,
       concurrency: config.syncConcurrency,
       // A dead or frozen worker's rings are taken over after about this long.
       lockDuration: config.syncLockMs,
@@ -59,10 +60,10 @@ export async function startSyncWorkers(config: Config, db: Db, logger: Logger, o
       // Idle workers look for rings every second even when a wake-up went to a frozen worker.
       drainDelay: 1,
     },
-  );
+  ), connection);
   worker.on('failed', (job, err) => logger.warn({ jobId: job?.id, requestId: job?.data.requestId, err: err.message }, 'sync ring failed; its batches stay pending'));
   worker.on('error', (err) => logger.warn({ err: err.message }, 'worker connection error'));
-  const queue = new Queue<SyncJobData, SyncRingResult>(SYNC_QUEUE_NAME, { connection: publisher, prefix: config.queuePrefix });
+  const queue = new Queue<SyncJobData, SyncRingResult>(SYNC_QUEUE_NAME, { connection: publisher, prefix });
   queue.on('error', (err) => logger.debug({ err: err.message }, 'sweeper queue error'));
   const sweeper = new InboxSweeper(db, queue, { intervalMs: SWEEP_INTERVAL_MS, staleMs: SWEEP_STALE_MS, retentionMs: RETENTION_MS }, logger);
   await worker.waitUntilReady();

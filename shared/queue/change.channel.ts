@@ -1,7 +1,6 @@
-import IORedis from 'ioredis';
 import type { Logger } from '../logger';
 import type { ChangeNotifier } from '../db/owner.transaction';
-import { redisOptions } from './sync.contract';
+import { connectRedis, type RedisConnection, type RedisTarget } from '../redis/redis.connection';
 
 /**
  * The doorbell of the change feed: after a commit that changed a user's tree, the writer (a worker or
@@ -14,14 +13,14 @@ export function changeChannel(prefix: string): string {
 }
 
 export class RedisChangeNotifier implements ChangeNotifier {
-  private readonly redis: IORedis;
+  private readonly redis: RedisConnection;
   private readonly channel: string;
 
-  constructor(redisUrl: string, prefix: string, private readonly logger: Logger) {
+  constructor(redis: RedisTarget, prefix: string, private readonly logger: Logger) {
     // Unlike a queue producer, a notification may wait for the connection: during start-up, a slow
     // connect or a short reconnect it is queued rather than lost (and dropped after a few attempts
     // while Redis stays away).
-    this.redis = new IORedis({ ...redisOptions(redisUrl, 'producer'), enableOfflineQueue: true, maxRetriesPerRequest: 5 });
+    this.redis = connectRedis(redis, 'producer', { enableOfflineQueue: true, maxRetriesPerRequest: 5 });
     this.redis.on('error', (err) => logger.debug({ err: err.message }, 'redis change publisher connection error'));
     this.channel = changeChannel(prefix);
   }

@@ -1,5 +1,5 @@
 import { Queue, type JobsOptions } from 'bullmq';
-import { redisOptions } from './sync.contract';
+import { bullPrefix, closingWith, connectRedis, type RedisTarget } from '../redis/redis.connection';
 
 /**
  * The maintenance queue: housekeeping run by the workers on a schedule (BullMQ job schedulers), one
@@ -43,7 +43,11 @@ export function uploadExpirySweepMs(expiryMs: number): number {
   return Math.min(15 * 60_000, Math.max(1000, Math.floor(expiryMs / 4)));
 }
 
-/** A producer-side handle on the queue, for the dashboard. */
-export function openMaintenanceQueue(redisUrl: string, prefix: string): Queue<MaintenanceJobData, MaintenanceJobResult> {
-  return new Queue(MAINTENANCE_QUEUE, { connection: redisOptions(redisUrl, 'producer'), prefix });
+/**
+ * A producer-side handle on the queue, for the dashboard. Its connection is the queue's own: closing
+ * the queue closes it.
+ */
+export function openMaintenanceQueue(redis: RedisTarget, prefix: string): Queue<MaintenanceJobData, MaintenanceJobResult> {
+  const connection = connectRedis(redis, 'producer');
+  return closingWith(new Queue<MaintenanceJobData, MaintenanceJobResult>(MAINTENANCE_QUEUE, { connection, prefix: bullPrefix(redis, prefix) }), connection);
 }

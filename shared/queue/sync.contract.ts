@@ -1,4 +1,3 @@
-import type { RedisOptions } from 'ioredis';
 import type { JobsOptions } from 'bullmq';
 import type { ErrorBody } from '../errors';
 import { LosslessNumber, stringifyLossless } from '../json';
@@ -85,23 +84,8 @@ export const SYNC_JOB_OPTIONS: JobsOptions = {
   removeOnFail: true,
 };
 
-export function redisOptions(url: string, role: 'producer' | 'blocking'): RedisOptions {
-  const u = new URL(url);
-  const db = u.pathname && u.pathname !== '/' ? Number(u.pathname.slice(1)) : 0;
-  return {
-    host: u.hostname || '127.0.0.1',
-    port: u.port ? Number(u.port) : 6379,
-    username: u.username ? decodeURIComponent(u.username) : undefined,
-    password: u.password ? decodeURIComponent(u.password) : undefined,
-    db: Number.isInteger(db) ? db : 0,
-    tls: u.protocol === 'rediss:' ? {} : undefined,
-    // Producers fail fast while Redis is down; blocking connections (workers, events) wait for it.
-    maxRetriesPerRequest: role === 'producer' ? 1 : null,
-    enableOfflineQueue: role !== 'producer',
-    connectTimeout: 5000,
-    retryStrategy: (times: number) => Math.min(times * 200, 2000),
-  };
-}
+/** Kept here for the callers that build BullMQ options from a URL; see shared/redis. */
+export { redisOptions } from '../redis/redis.connection';
 
 const echoJson = (e: OpEcho) => ({
   opId: e.opId === null ? null : e.opId.kind === 'number' ? new LosslessNumber(e.opId.raw) : e.opId.raw,

@@ -53,6 +53,8 @@ export interface ContentStore {
   claimMarker(storeId: string): Promise<string>;
   /** Resumable (tus) uploads kept by this store, so any gateway on it can continue them. */
   readonly resumable: ResumableUploads;
+  /** Whether the store answers now (the folder is there; the bucket answers a listing), for /readyz. */
+  ping(): Promise<boolean>;
   /** A description for operators' messages (the folder, or the bucket and prefix); never a secret. */
   readonly location: string;
 }

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,sync-scale,search-1m] [-- --cpu-prof]`
+ * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,redis-cluster,s3,sync-scale,search-1m] [-- --cpu-prof]`
  *
  * Starts the built gateway and worker as real processes on a database, upload directory and queue
  * prefix of their own, measures each scenario through the HTTP API next to its ceiling measured in
@@ -21,6 +21,7 @@ import { runSnapshot } from './snapshot.bench';
 import { ADMIN, BenchStack, LOGIN_CONCURRENCY, REDIS_URL, SYNC_CONCURRENCY, SYNC_TIMEOUT_MS } from './stack';
 import { renderReport, type ScenarioReport } from './stats';
 import { runSync } from './sync.bench';
+import { runRedisCluster, runS3 } from './cluster.bench';
 import { runSyncScale } from './sync.scale';
 import { runTransfer } from './transfer.bench';
 import { runChanges } from './changes.bench';
@@ -41,6 +42,9 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> 
   dav: runDav,
   quota: runQuota,
   'search-1m': runSearchBig,
+  // Each starts a second service of its own (on a Redis Cluster, on an RGW) and stops it when done.
+  'redis-cluster': runRedisCluster,
+  s3: runS3,
   // Last: it starts worker processes of its own (and stops them when done).
   'sync-scale': runSyncScale,
 };
@@ -62,7 +66,7 @@ function parseArgs(argv: string[]): Args {
     else if (arg.startsWith('--only=')) args.only = arg.slice('--only='.length).split(',').filter(Boolean);
     else if (arg.startsWith('--out=')) args.outDir = path.resolve(arg.slice('--out='.length));
     else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,sync-scale,search-1m] [--cpu-prof] [--out=dir]');
+      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,redis-cluster,s3,sync-scale,search-1m] [--cpu-prof] [--out=dir]');
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}`);
   }

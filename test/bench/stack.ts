@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { bullPrefix, connectRedis, parseClusterNodes } from '../../shared/redis/redis.connection';
 import { randomBytes } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import net from 'node:net';
@@ -193,10 +194,13 @@ export class BenchStack {
 
   /** The worker logs at warn, so readiness is read from Redis: workers registered on the sync queue. */
   private async workersReady(want = 1): Promise<boolean> {
-    const connection = new IORedis(REDIS_URL, { maxRetriesPerRequest: 1 });
+    // The service's Redis: the one node, or the cluster the bench gave it.
+    const nodes = this.options.env?.REDIS_CLUSTER_NODES;
+    const target = { redisUrl: REDIS_URL, redisClusterNodes: nodes ? parseClusterNodes(nodes) : undefined };
+    const connection = connectRedis(target, 'producer', { enableOfflineQueue: true });
     try {
       for (const name of [SYNC_QUEUE_NAME]) {
-        const queue = new Queue(name, { connection, prefix: this.queuePrefix });
+        const queue = new Queue(name, { connection, prefix: bullPrefix(target, this.queuePrefix) });
         const count = await queue.getWorkersCount();
         await queue.close();
         if (count < want) return false;

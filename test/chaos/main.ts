@@ -1,12 +1,18 @@
 /**
- * `npm run chaos [-- --minutes=3] [-- --workers=3] [-- --devices=12] [-- --keep]`
+ * `npm run chaos [-- --minutes=3] [-- --workers=3] [-- --devices=12] [-- --redis=cluster] [-- --storage=s3] [-- --keep]`
  *
  * A fault-injection run against real processes: one gateway and several workers built into dist/,
  * a database of its own on the local MySQL/MariaDB (DATABASE_HOST_URL, default root@127.0.0.1:3306)
  * and a redis-server of its own on a free port (with an append-only file). Devices send sequential
  * batches and resend each one until it is answered 200, recording every answer. Faults: workers and
  * the gateway SIGKILLed and restarted, Redis restarted with and without its data, a worker frozen
- * with SIGSTOP for 25 s. At the end MySQL is checked against every answer; the exit code is non-zero
+ * with SIGSTOP for 25 s. With `--redis=cluster` the services run on a six-node Redis Cluster (three
+ * masters, three replicas; scripts/redis-cluster.sh) instead, and the Redis faults are the master
+ * serving the queues' slot SIGKILLed, its replica taking over, the dead node restarted as a replica
+ * (then the same for another master). With `--storage=s3` content lives on a one-node Ceph RGW
+ * (scripts/rgw.sh) and a client uploads files over tus through every fault, resuming from HEAD's
+ * offset whenever a request fails (the gateway's SIGKILL above all); each finished file is read back
+ * and compared at the end. At the end MySQL is checked against every answer; the exit code is non-zero
  * when anything was lost, doubled, applied out of order or left hanging.
  */
 import { randomBytes } from 'node:crypto';
@@ -15,6 +21,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { createDb } from '../../shared/db/knex';
 import { Api } from '../support/client';
+import { createS3Client } from '../../shared/storage/s3/s3.client';
+import { RedisCluster } from '../support/redis.cluster';
+import { createBucket, Rgw } from '../support/rgw';
+import { ChaosUploader, type UploaderReport } from './uploader';
 import { freePort, RedisServer } from '../support/redis.server';
 import { verify, type DeviceInfo } from './check';
 import { ChaosDevice, type Attempt } from './device';
@@ -30,6 +40,8 @@ const args = Object.fromEntries(
 const MINUTES = Number(args.minutes ?? 3);
 const WORKERS = Number(args.workers ?? 3);
 const DEVICES = Number(args.devices ?? 12);
+const ON_CLUSTER = args.redis === 'cluster';
+const ON_S3 = args.storage === 's3';
 const SYNC_TIMEOUT_MS = 10_000;
 const HANG_MS = SYNC_TIMEOUT_MS + 5_000;
 const ADMIN = { username: 'chaos-admin', password: 'chaos-admin-password' };
@@ -42,13 +54,29 @@ async function main(): Promise<void> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), `${name}-`));
   const server = (process.env.DATABASE_HOST_URL ?? 'mysql://root@127.0.0.1:3306').replace(/\/$/, '');
   const databaseUrl = `${server}/${name}`;
-  const redis = await RedisServer.start();
+  const redis = ON_CLUSTER ? await RedisCluster.start(3, 1) : await RedisServer.start();
+  const rgw = ON_S3 ? await Rgw.start() : undefined;
+  const storage: Record<string, string> = {};
+  if (rgw) {
+    Object.assign(storage, rgw.env, { STORAGE_DRIVER: 's3', S3_BUCKET: 'filesync-chaos', S3_PREFIX: `${name}/` });
+    const client = createS3Client({
+      bucket: 'filesync-chaos',
+      prefix: '',
+      endpoint: rgw.env.S3_ENDPOINT,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: rgw.env.S3_ACCESS_KEY_ID!, secretAccessKey: rgw.env.S3_SECRET_ACCESS_KEY! },
+    });
+    await createBucket(client, 'filesync-chaos');
+    client.destroy();
+  }
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  log(`database ${name}, redis on ${redis.port}, gateway on ${port}, ${WORKERS} workers, ${DEVICES} devices, ${MINUTES} min; logs in ${dir}`);
+  const where = redis instanceof RedisCluster ? `a Redis Cluster on ${redis.nodes}` : `redis on ${redis.port}`;
+  log(`database ${name}, ${where}, gateway on ${port}, ${WORKERS} workers, ${DEVICES} devices, ${MINUTES} min; logs in ${dir}`);
   const env = {
     DATABASE_URL: databaseUrl,
-    REDIS_URL: redis.url,
+    ...(redis instanceof RedisCluster ? { REDIS_CLUSTER_NODES: redis.nodes } : { REDIS_URL: redis.url }),
     DATA_DIR: dir,
     UPLOAD_DIR: path.join(dir, 'uploads'),
     JWT_SECRET: randomBytes(32).toString('hex'),
@@ -64,6 +92,7 @@ async function main(): Promise<void> {
     SHUTDOWN_TIMEOUT_MS: '3000',
     PORT: String(port),
     WORKER_PORT: '0',
+    ...storage,
   };
   const gateway = new Service('gateway', 'gateway', env, dir);
   const workers = Array.from({ length: WORKERS }, (_, i) => new Service(`worker-${i}`, 'worker', env, dir));
@@ -88,14 +117,17 @@ async function main(): Promise<void> {
     let stopping = false;
     let drainUntil = Number.POSITIVE_INFINITY;
     const loops = devices.map((d) => d.run(() => stopping, () => drainUntil));
-    const faults = await runFaults({ gateway, workers, redis, endAt, devices });
+    const uploader = ON_S3 ? new ChaosUploader(() => baseUrl, (await admin.createUser('chaos-uploader')).token) : undefined;
+    const uploading = uploader?.run(() => stopping);
+    const faults = await runFaults({ gateway, workers, redis, queueSlotKey: `{${name}}`, endAt, devices });
 
     stopping = true;
     drainUntil = Date.now() + 60_000;
     log('faults over; letting every device finish the batch in hand');
-    await Promise.all(loops);
+    await Promise.all([...loops, uploading]);
     await sleep(3000);
     const verdict = await verify(db, infos, attempts);
+    const uploads: UploaderReport | undefined = await uploader?.verify();
     const report = latencyReport(attempts, faults, started);
     const answered = attempts.filter((a) => a.status === 200).length;
     const ops = attempts.filter((a) => a.status === 200).reduce((n, a) => n + Object.keys(a.outcomes ?? {}).length, 0);
@@ -108,15 +140,20 @@ async function main(): Promise<void> {
     console.log(`order violations: ${verdict.orderViolations}`);
     console.log(`hung: ${verdict.hung} (no answer within ${HANG_MS / 1000} s)`);
     console.log(`inconsistent answers: ${verdict.inconsistent}; unexpected op failures: ${verdict.unexpectedFailures}`);
+    if (uploads) {
+      console.log(`resumable uploads on S3: ${uploads.completed} finished, ${uploads.resumed} PATCHes resumed after a failure, ${uploads.unconfirmed} whose last answer was lost, ${uploads.mismatches} read back wrong; failed PATCHes by answer: ${JSON.stringify(uploads.failures)}`);
+      for (const e of uploads.examples) console.log(`  ! ${e}`);
+    }
     for (const line of report) console.log(line);
     for (const e of verdict.examples) console.log(`  ! ${e}`);
-    const bad = verdict.lost + verdict.doubled + verdict.orderViolations + verdict.hung + verdict.inconsistent;
+    const bad = verdict.lost + verdict.doubled + verdict.orderViolations + verdict.hung + verdict.inconsistent + (uploads?.mismatches ?? 0);
     exitCode = bad > 0 ? 1 : 0;
     console.log(bad > 0 ? 'RESULT: FAILED' : 'RESULT: OK');
   } finally {
     await Promise.allSettled([gateway.stop(), ...workers.map((w) => w.stop())]);
     for (const s of [gateway, ...workers]) s.close();
     await redis.stop();
+    if (rgw) await Rgw.stop(rgw.dir);
     if (args.keep !== 'true') {
       await db.raw(`DROP DATABASE IF EXISTS \`${name}\``).catch(() => undefined);
       await fs.rm(path.join(dir, 'uploads'), { recursive: true, force: true });
@@ -129,7 +166,9 @@ async function main(): Promise<void> {
 interface Cast {
   gateway: Service;
   workers: Service[];
-  redis: RedisServer;
+  redis: RedisServer | RedisCluster;
+  /** The key whose slot holds the queues on a cluster (the hash tag of the prefix). */
+  queueSlotKey: string;
   endAt: number;
   devices: ChaosDevice[];
 }
@@ -163,9 +202,16 @@ async function runFaults(c: Cast): Promise<FaultEvent[]> {
       await c.gateway.start('gateway listening');
     });
     await waitUntil(t0 + 50_000);
-    await fault('Redis restart with persistence (AOF kept)', () => c.redis.restart(true));
-    await waitUntil(t0 + 62_000);
-    await fault('Redis restart without persistence (data lost)', () => c.redis.restart(false));
+    const redis = c.redis;
+    if (redis instanceof RedisCluster) {
+      await fault('SIGKILL the Redis master of the queues\' slot; its replica takes over', () => masterFailover(redis, c.queueSlotKey));
+      await waitUntil(t0 + 62_000);
+      await fault('SIGKILL the Redis master of the queues\' slot again (the restarted node\'s peer)', () => masterFailover(redis, c.queueSlotKey));
+    } else {
+      await fault('Redis restart with persistence (AOF kept)', () => redis.restart(true));
+      await waitUntil(t0 + 62_000);
+      await fault('Redis restart without persistence (data lost)', () => redis.restart(false));
+    }
     await waitUntil(t0 + 75_000);
     await fault('SIGSTOP a worker for 25 s, then SIGCONT', async () => {
       const w = pickWorker();
@@ -179,6 +225,22 @@ async function runFaults(c: Cast): Promise<FaultEvent[]> {
   }
   await waitUntil(c.endAt);
   return events;
+}
+
+/**
+ * Kills the master that serves `key`'s slot, waits for its replica to be elected (the fault ends
+ * there), then starts the dead node again: it rejoins as the new master's replica, so the next
+ * round has a replica to fail over to.
+ */
+async function masterFailover(cluster: RedisCluster, key: string): Promise<number> {
+  const master = await cluster.masterOf(key);
+  const killedAt = Date.now();
+  await cluster.kill(master);
+  const successor = await cluster.failedOver(key, master);
+  const endAt = Date.now();
+  log(`  master ${master} killed; ${successor} serves the slot after ${((endAt - killedAt) / 1000).toFixed(1)} s`);
+  await cluster.restart(master);
+  return endAt;
 }
 
 main().catch((err: unknown) => {

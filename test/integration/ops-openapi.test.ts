@@ -23,7 +23,7 @@ let closeSecond: () => Promise<void>;
 
 beforeAll(async () => {
   env = await createTestEnv();
-  sync = new SyncClient({ redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 1000, db: env.db }, createLogger('gateway', 'silent'));
+  sync = new SyncClient({ redis: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 1000, db: env.db }, createLogger('gateway', 'silent'));
   gateway = await startGateway(env);
   const second = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes: gateway.changes, logger: createLogger('gateway', 'silent') });
   app = second.app;

@@ -65,7 +65,7 @@ test('batches of one device are applied one at a time in the order they were acc
   const { userId, deviceId } = await admin.createUser('ordered-device');
   const id = newId();
   const client = new SyncClient(
-    { redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 20000, db: env.db },
+    { redis: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 20000, db: env.db },
     createLogger('test', 'silent'),
   );
   await client.ready();
@@ -131,7 +131,7 @@ test('a worker killed mid-batch loses nothing: after recovery and a client retry
 });
 
 test('with no worker running the batch gets 503 after the timeout, and a retry once a worker runs applies it once', async () => {
-  const quick = new SyncClient({ redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 1000, db: env.db }, createLogger('test', 'silent'));
+  const quick = new SyncClient({ redis: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 1000, db: env.db }, createLogger('test', 'silent'));
   await quick.ready();
   const { userId, deviceId } = await admin.createUser('patient-device');
   const id = newId();
@@ -168,7 +168,7 @@ test('the HTTP endpoint answers 503 with Retry-After when no result arrives in t
 
 test('with Redis unreachable the batch gets 503 at once', async () => {
   const deadEnv = { ...env, config: { ...env.config, redisUrl: 'redis://127.0.0.1:1' } };
-  const dead = new SyncClient({ redisUrl: deadEnv.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 10000, db: env.db }, createLogger('test', 'silent'));
+  const dead = new SyncClient({ redis: deadEnv.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 10000, db: env.db }, createLogger('test', 'silent'));
   const before = Date.now();
   await expect(dead.submit({ requestId: 'r', userId: newId(), deviceId: newId(), acceptedAt: 0, opsJson: '[]' })).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
   const waited = Date.now() - before;

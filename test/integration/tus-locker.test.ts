@@ -10,7 +10,7 @@ const lockers: RedisLocker[] = [];
 
 /** One locker per simulated gateway process, all on the shared Redis under this file's prefix. */
 async function gatewayLocker(options: Partial<RedisLockerOptions> = {}): Promise<RedisLocker> {
-  const locker = new RedisLocker({ redisUrl: 'redis://127.0.0.1:6379', prefix, ...options }, createLogger('gateway', 'silent'));
+  const locker = new RedisLocker({ redis: 'redis://127.0.0.1:6379', prefix, ...options }, createLogger('gateway', 'silent'));
   lockers.push(locker);
   await locker.ready();
   return locker;

@@ -37,7 +37,10 @@ const deployment = (docs: Dict[], component: string) =>
 
 test('docker-compose.yml runs MySQL 8.4, Redis 7 without eviction and with AOF, a gateway and a worker from deploy/Dockerfile', async () => {
   const { services } = await compose();
-  expect(Object.keys(services).sort()).toEqual(['gateway', 'mysql', 'redis', 'worker']);
+  // s3 and s3-bucket belong to the "s3" profile: an S3 server for STORAGE_DRIVER=s3.
+  expect(Object.keys(services).sort()).toEqual(['gateway', 'mysql', 'redis', 's3', 's3-bucket', 'worker']);
+  expect(services.s3.profiles).toEqual(['s3']);
+  expect(services['s3-bucket'].profiles).toEqual(['s3']);
   expect(services.mysql.image).toBe('mysql:8.4');
   expect(services.redis.image).toMatch(/^redis:7(\.|-|$)/);
   const redisCommand = [services.redis.command].flat().join(' ');
@@ -71,7 +74,7 @@ test('every service has a health check: the gateway’s /readyz, the worker’s 
 
 test('uploads, the data directory, MySQL and Redis data are named volumes', async () => {
   const doc = await compose();
-  expect(Object.keys(doc.volumes).sort()).toEqual(['data', 'mysql-data', 'redis-data', 'uploads']);
+  expect(Object.keys(doc.volumes).sort()).toEqual(['data', 'mysql-data', 'redis-data', 's3-data', 'uploads']);
   expect(doc.services.gateway.volumes.sort()).toEqual(['data:/var/lib/filesync/data', 'uploads:/var/lib/filesync/uploads']);
   expect(doc.services.mysql.volumes).toEqual(['mysql-data:/var/lib/mysql']);
   expect(doc.services.redis.volumes).toEqual(['redis-data:/data']);

@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import IORedis from 'ioredis';
+import { Cluster } from 'ioredis';
 import { loadConfig, type Config } from '../../shared/config';
 import { ContentRepository } from '../../shared/db/content.repository';
 import { createDb, type Db } from '../../shared/db/knex';
@@ -14,12 +14,14 @@ import type { ContentStore } from '../../shared/storage/content.store';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { claimStore } from '../../shared/storage/store.identity';
 import { openMaintenanceQueue } from '../../shared/queue/maintenance.contract';
+import { connectRedis, masters, type RedisTarget } from '../../shared/redis/redis.connection';
 import { buildGateway } from '../../services/gateway/app';
 import type { PasswordHasher } from '../../services/gateway/auth/password.hasher';
 import { ensureInitialAdmin } from '../../services/gateway/bootstrap';
 import { ChangeHub } from '../../services/gateway/changes/change.hub';
 import { createHttpServer, listen, type HttpServerOptions } from '../../services/gateway/http/http.server';
 import { SyncClient } from '../../services/gateway/sync/sync.client';
+import { emptyPrefix, s3Environment } from './rgw';
 
 export const ADMIN = { username: 'admin', password: 'admin-password-1' };
 export const JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
@@ -52,6 +54,8 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     LOG_LEVEL: 'silent',
     SYNC_TIMEOUT_MS: '15000',
     ...overrides,
+    // STORAGE_DRIVER=s3: the suite's RGW, under a prefix of this environment's own.
+    ...(overrides.STORAGE_DRIVER === 's3' ? { ...s3Environment(`${name}/`), ...overrides } : {}),
   };
   const config = loadConfig(env);
   await migrateToLatest(config.databaseUrl);
@@ -66,23 +70,38 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
       await db.raw(`DROP DATABASE IF EXISTS \`${name}\``).catch(() => undefined);
       await db.destroy();
       await fs.rm(uploadDir, { recursive: true, force: true });
-      await deleteQueueKeys(name);
+      if (config.s3) await emptyPrefix(config.s3).catch(() => undefined);
+      // A test may have stopped its own Redis by now: its keys went with it.
+      await deleteQueueKeys(name, config).catch(() => undefined);
     },
   };
 }
 
-/** Removes every Redis key under a test's queue prefix. */
-export async function deleteQueueKeys(prefix: string): Promise<void> {
-  const redis = new IORedis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
+/** Removes every Redis key under a test's queue prefix (plain or hash-tagged), on each master. */
+export async function deleteQueueKeys(prefix: string, target: RedisTarget = 'redis://127.0.0.1:6379'): Promise<void> {
+  const connection = connectRedis(target, 'producer', { enableOfflineQueue: true });
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    if (connection instanceof Cluster) {
+      await new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('the Redis Cluster did not answer')), 5000);
+        connection.once('ready', () => resolve(clearTimeout(timer)));
+      });
+    }
+    for (const node of masters(connection)) {
+      for (const pattern of [`${prefix}:*`, `{${prefix}}:*`]) {
+        let cursor = '0';
+        do {
+          const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+          // One DEL per key: on a cluster the keys of one reply may live in different slots.
+          const pipeline = node.pipeline();
+          for (const key of keys) pipeline.del(key);
+          if (keys.length > 0) await pipeline.exec();
+          cursor = next;
+        } while (cursor !== '0');
+      }
+    }
   } finally {
-    redis.disconnect();
+    connection.disconnect();
   }
 }
 
@@ -105,16 +124,16 @@ export interface GatewayOptions {
 export async function startGateway(env: TestEnv, serverOptions: HttpServerOptions = {}, options: GatewayOptions = {}): Promise<RunningGateway> {
   const logger = createLogger('gateway', env.config.logLevel);
   const sync = new SyncClient(
-    { redisUrl: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: env.config.syncTimeoutMs, db: env.db },
+    { redis: env.config, prefix: env.config.queuePrefix, timeoutMs: env.config.syncTimeoutMs, db: env.db },
     logger,
   );
   const changes = new ChangeHub(
-    env.config.redisUrl,
+    env.config,
     env.config.queuePrefix,
     { maxHeld: env.config.feedMaxHeld, maxPerUser: env.config.feedMaxHeldPerUser },
     logger,
   );
-  const maintenance = openMaintenanceQueue(env.config.redisUrl, env.config.queuePrefix);
+  const maintenance = openMaintenanceQueue(env.config, env.config.queuePrefix);
   const store = options.store ?? createContentStore(env.config);
   await claimStore(store, new ContentRepository(env.db));
   const gateway = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes, logger, opsQueues: [maintenance], store });

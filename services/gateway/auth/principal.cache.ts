@@ -1,7 +1,6 @@
-import IORedis from 'ioredis';
 import type { Principal } from '../../../shared/db/user.repository';
 import type { Logger } from '../../../shared/logger';
-import { redisOptions } from '../../../shared/queue/sync.contract';
+import { connectRedis, type RedisConnection, type RedisTarget } from '../../../shared/redis/redis.connection';
 
 /** Entries kept at most; the oldest go first. */
 const MAX_ENTRIES = 50_000;
@@ -19,22 +18,22 @@ const MAX_ENTRIES = 50_000;
  */
 export class PrincipalCache {
   private readonly entries = new Map<string, { principal: Principal; until: number }>();
-  private readonly subscriber?: IORedis;
-  private readonly publisher?: IORedis;
+  private readonly subscriber?: RedisConnection;
+  private readonly publisher?: RedisConnection;
   private readonly channel: string;
   private listening = false;
   private readonly waiting: Array<() => void> = [];
 
   constructor(
     private readonly ttlMs: number,
-    redisUrl: string,
+    redis: RedisTarget,
     prefix: string,
     private readonly logger: Logger,
   ) {
     this.channel = `${prefix}:principals`;
     if (ttlMs <= 0) return;
-    this.subscriber = new IORedis({ ...redisOptions(redisUrl, 'blocking'), connectionName: `${prefix}-principals` });
-    this.publisher = new IORedis(redisOptions(redisUrl, 'producer'));
+    this.subscriber = connectRedis(redis, 'blocking', { connectionName: `${prefix}-principals` });
+    this.publisher = connectRedis(redis, 'producer');
     for (const conn of [this.subscriber, this.publisher]) {
       conn.on('error', (err) => logger.debug({ err: err.message }, 'redis principal cache connection error'));
     }
@@ -49,6 +48,9 @@ export class PrincipalCache {
       );
     });
     this.subscriber.on('close', () => this.listen(false));
+    // On a cluster the subscription moves to another node when its node fails, and messages sent
+    // meanwhile are lost: what was remembered before is dropped.
+    this.subscriber.on('-node', () => this.entries.clear());
   }
 
   /** The cached principal of that user and device, if it was seen to exist within the TTL. */

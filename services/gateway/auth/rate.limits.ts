@@ -1,9 +1,9 @@
 import type { Request, RequestHandler } from 'express';
 import { ipKeyGenerator, rateLimit, type ClientRateLimitInfo, type IncrementResponse, type Store } from 'express-rate-limit';
-import IORedis, { type Redis } from 'ioredis';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
 import { AppError } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logger';
+import { closeRedis, connectRedis, masters, type RedisConnection, type RedisTarget } from '../../../shared/redis/redis.connection';
 
 export const RATE_WINDOW_MS = 60_000;
 
@@ -50,25 +50,36 @@ const passThrough: RequestHandler = (_req, _res, next) => next();
  * still bounds what a flood can cost. Keys live under `<QUEUE_PREFIX>:rl:<limit name>:`.
  */
 export class RateLimits {
-  private readonly redis: Redis;
+  private readonly redis: RedisConnection;
   private lastWarning = 0;
 
   constructor(
-    redisUrl: string,
+    redis: RedisTarget,
     private readonly prefix: string,
     private readonly logger: Logger,
   ) {
     // A command fails after one reconnect attempt or one second instead of queueing for long.
-    this.redis = new IORedis(redisUrl, { maxRetriesPerRequest: 1, commandTimeout: 1000, connectionName: 'rate-limits' });
+    this.redis = connectRedis(redis, 'producer', { enableOfflineQueue: true, commandTimeout: 1000, connectionName: 'rate-limits' });
     this.redis.on('error', (err) => this.warn(err, 'rate limit store: Redis connection error'));
   }
 
   /** A store of its own for one limit (express-rate-limit wants one store per limiter). */
   store(name: string): Store {
-    return new ReloadingRedisStore({
-      prefix: `${this.prefix}:rl:${name}:`,
-      sendCommand: (...args: string[]) => this.redis.call(args[0]!, ...args.slice(1)) as Promise<RedisReply>,
-    });
+    return new ReloadingRedisStore({ prefix: `${this.prefix}:rl:${name}:`, sendCommandCluster: ({ command }) => this.send(command) });
+  }
+
+  /**
+   * A command of the store. Its scripts are loaded on every master: on a cluster a script lives on
+   * the node that loaded it, and the EVALSHA that follows goes to whichever master holds the key
+   * (after a failover the new master answers NOSCRIPT, and the store loads them again).
+   */
+  private async send(command: string[]): Promise<RedisReply> {
+    const [name, ...args] = command;
+    if (name?.toUpperCase() === 'SCRIPT') {
+      const replies = await Promise.all(masters(this.redis).map((node) => node.call(name, ...args)));
+      return replies[0] as RedisReply;
+    }
+    return (await this.redis.call(name!, ...args)) as RedisReply;
   }
 
   /**
@@ -96,8 +107,7 @@ export class RateLimits {
   }
 
   async close(): Promise<void> {
-    if (this.redis.status === 'ready') await this.redis.quit().catch(() => undefined);
-    this.redis.disconnect();
+    await closeRedis(this.redis);
   }
 
   private warn(err: unknown, message: string): void {

@@ -1,9 +1,8 @@
-import IORedis from 'ioredis';
 import { AppError, unavailable } from '../../../shared/errors';
 import type { ChangeNotifier } from '../../../shared/db/owner.transaction';
 import type { Logger } from '../../../shared/logger';
 import { changeChannel, RedisChangeNotifier } from '../../../shared/queue/change.channel';
-import { redisOptions } from '../../../shared/queue/sync.contract';
+import { connectRedis, type RedisConnection, type RedisTarget } from '../../../shared/redis/redis.connection';
 
 export type WaitOutcome = 'changed' | 'timeout' | 'closing';
 
@@ -32,7 +31,7 @@ interface Waiter {
  * this gateway also wake its own requests directly, without the round trip through Redis.
  */
 export class ChangeHub implements ChangeNotifier {
-  private readonly subscriber: IORedis;
+  private readonly subscriber: RedisConnection;
   private readonly publisher: RedisChangeNotifier;
   private readonly channel: string;
   private readonly waiters = new Map<string, Set<Waiter>>();
@@ -40,14 +39,14 @@ export class ChangeHub implements ChangeNotifier {
   private closing = false;
 
   constructor(
-    redisUrl: string,
+    redis: RedisTarget,
     prefix: string,
     private readonly limits: HubLimits,
     private readonly logger: Logger,
   ) {
     this.channel = changeChannel(prefix);
-    this.publisher = new RedisChangeNotifier(redisUrl, prefix, logger);
-    this.subscriber = new IORedis({ ...redisOptions(redisUrl, 'blocking'), connectionName: `${prefix}-change-feed` });
+    this.publisher = new RedisChangeNotifier(redis, prefix, logger);
+    this.subscriber = connectRedis(redis, 'blocking', { connectionName: `${prefix}-change-feed` });
     this.subscriber.on('error', (err) => logger.debug({ err: err.message }, 'redis change subscriber connection error'));
     this.subscriber.on('message', (_channel: string, userId: string) => this.wake(userId));
     // Messages published while the subscription was down are lost: after a reconnect every held
@@ -57,6 +56,8 @@ export class ChangeHub implements ChangeNotifier {
       if (connected) this.wakeAll();
       connected = true;
     });
+    // On a cluster the subscription moves to another node when its node fails: the same applies.
+    this.subscriber.on('-node', () => this.wakeAll());
   }
 
   /** Resolves once the subscription is in place and the publisher answers. */

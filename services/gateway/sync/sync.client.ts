@@ -1,11 +1,10 @@
 import { Queue } from 'bullmq';
-import IORedis from 'ioredis';
 import type { Db } from '../../../shared/db/knex';
 import { InboxRepository, type BatchOutcomeRow } from '../../../shared/db/inbox.repository';
 import type { Logger } from '../../../shared/logger';
 import { AppError, unavailable } from '../../../shared/errors';
+import { bullPrefix, connectRedis, type RedisConnection, type RedisTarget } from '../../../shared/redis/redis.connection';
 import {
-  redisOptions,
   syncDoneChannel,
   syncJobId,
   SYNC_JOB_NAME,
@@ -28,7 +27,7 @@ export interface SyncSubmission {
 }
 
 export interface SyncClientOptions {
-  redisUrl: string;
+  redis: RedisTarget;
   prefix: string;
   timeoutMs: number;
   db: Db;
@@ -55,8 +54,8 @@ interface Waiter {
 export class SyncClient {
   readonly queues: Queue<SyncJobData, SyncRingResult>[];
   private readonly queue: Queue<SyncJobData, SyncRingResult>;
-  private readonly connection: IORedis;
-  private readonly subscriber: IORedis;
+  private readonly connection: RedisConnection;
+  private readonly subscriber: RedisConnection;
   private readonly inbox: InboxRepository;
   private readonly waiting = new Map<string, Waiter>();
   private readonly poller: NodeJS.Timeout;
@@ -69,12 +68,12 @@ export class SyncClient {
     private readonly logger: Logger,
   ) {
     this.inbox = new InboxRepository(options.db);
-    this.connection = new IORedis(redisOptions(options.redisUrl, 'producer'));
+    this.connection = connectRedis(options.redis, 'producer');
     this.connection.on('error', (err) => logger.warn({ err: err.message }, 'redis producer connection error'));
-    this.queue = new Queue<SyncJobData, SyncRingResult>(SYNC_QUEUE_NAME, { connection: this.connection, prefix: options.prefix });
+    this.queue = new Queue<SyncJobData, SyncRingResult>(SYNC_QUEUE_NAME, { connection: this.connection, prefix: bullPrefix(options.redis, options.prefix) });
     this.queue.on('error', (err) => logger.debug({ err: err.message }, 'sync queue error'));
     this.queues = [this.queue];
-    this.subscriber = new IORedis(redisOptions(options.redisUrl, 'blocking'));
+    this.subscriber = connectRedis(options.redis, 'blocking');
     this.subscriber.on('error', (err) => logger.debug({ err: err.message }, 'redis subscriber connection error'));
     this.subscriber.on('message', (_channel: string, text: string) => this.onMessage(text));
     this.subscribed = this.subscriber.subscribe(syncDoneChannel(options.prefix));

@@ -1,7 +1,6 @@
-import IORedis from 'ioredis';
 import { AppError, unavailable } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logger';
-import { redisOptions } from '../../../shared/queue/sync.contract';
+import { connectRedis, type RedisConnection, type RedisTarget } from '../../../shared/redis/redis.connection';
 
 /**
  * Admits a new upload when its owner has fewer than `max` unfinished ones: drops the entries past their
@@ -30,16 +29,16 @@ const MAX_RETRY_AFTER_S = 60;
  * from zero: the limit protects other users, it is not an account.
  */
 export class OpenUploads {
-  private readonly redis: IORedis;
+  private readonly redis: RedisConnection;
   private readonly keyPrefix: string;
   private readonly max: number;
   private readonly expiryMs: number;
 
-  constructor(options: { redisUrl: string; prefix: string; max: number; expiryMs: number }, logger: Logger) {
+  constructor(options: { redis: RedisTarget; prefix: string; max: number; expiryMs: number }, logger: Logger) {
     this.max = options.max;
     this.expiryMs = options.expiryMs;
     this.keyPrefix = `${options.prefix}:tus-open:`;
-    this.redis = new IORedis(redisOptions(options.redisUrl, 'producer'));
+    this.redis = connectRedis(options.redis, 'producer');
     this.redis.on('error', (err) => logger.warn({ err: err.message }, 'redis open-uploads connection error'));
   }
 

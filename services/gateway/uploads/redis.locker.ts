@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { ERRORS, type Lock, type Locker, type RequestRelease } from '@tus/server';
-import IORedis from 'ioredis';
 import type { Logger } from '../../../shared/logger';
-import { redisOptions } from '../../../shared/queue/sync.contract';
+import { closeRedis, connectRedis, type RedisConnection, type RedisTarget } from '../../../shared/redis/redis.connection';
 
 export interface RedisLockerOptions {
-  redisUrl: string;
+  redis: RedisTarget;
   prefix: string;
   /** A lock not renewed for this long lapses (its holder died); renewed every third of it. */
   ttlMs?: number;
@@ -29,8 +28,8 @@ const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call
  * gateway holding it calls that request's release callback, which ends its PATCH cleanly.
  */
 export class RedisLocker implements Locker {
-  private readonly redis: IORedis;
-  private readonly subscriber: IORedis;
+  private readonly redis: RedisConnection;
+  private readonly subscriber: RedisConnection;
   private readonly channel: string;
   private readonly keyPrefix: string;
   readonly ttlMs: number;
@@ -49,9 +48,9 @@ export class RedisLocker implements Locker {
     this.retryMs = options.retryMs ?? 50;
     this.keyPrefix = `${options.prefix}:tus-lock:`;
     this.channel = `${options.prefix}:tus-lock-release`;
-    this.redis = new IORedis(redisOptions(options.redisUrl, 'producer'));
+    this.redis = connectRedis(options.redis, 'producer');
     this.redis.on('error', (err) => logger.warn({ err: err.message }, 'redis upload lock connection error'));
-    this.subscriber = new IORedis(redisOptions(options.redisUrl, 'blocking'));
+    this.subscriber = connectRedis(options.redis, 'blocking');
     this.subscriber.on('error', (err) => logger.warn({ err: err.message }, 'redis upload lock subscriber error'));
     this.subscriber.on('message', (_channel: string, id: string) => void this.held.get(id)?.());
     this.subscribed = this.subscriber.subscribe(this.channel).catch(() => undefined);
@@ -106,11 +105,7 @@ export class RedisLocker implements Locker {
   async close(): Promise<void> {
     for (const release of this.held.values()) void release();
     // QUIT lets pending replies arrive; a connection already down is simply dropped.
-    await Promise.allSettled(
-      [this.redis, this.subscriber].map((c) =>
-        c.status === 'ready' ? c.quit() : c.status === 'end' ? Promise.resolve() : Promise.resolve(c.disconnect()),
-      ),
-    );
+    await Promise.allSettled([this.redis, this.subscriber].map(closeRedis));
   }
 }
 

@@ -34,7 +34,7 @@ export function createUploads(deps: {
 }): UploadsModule {
   const { config, logger } = deps;
   const open = new OpenUploads(
-    { redisUrl: config.redisUrl, prefix: config.queuePrefix, max: config.maxOpenUploads, expiryMs: config.uploadExpiryMs },
+    { redis: config, prefix: config.queuePrefix, max: config.maxOpenUploads, expiryMs: config.uploadExpiryMs },
     logger,
   );
   // An upload that leaves (completed, terminated) or whose creation failed ends its reservation in
@@ -44,7 +44,7 @@ export function createUploads(deps: {
     const owner = ownerOf(metadata);
     if (owner) await open.release(owner.userId, id);
   });
-  const locker = new RedisLocker({ redisUrl: config.redisUrl, prefix: config.queuePrefix }, logger);
+  const locker = new RedisLocker({ redis: config, prefix: config.queuePrefix }, logger);
   const service = new UploadsService(store, deps.files, deps.content, deps.resources, open, deps.reservations);
   const tus = buildTusServer({ store, locker, uploads: service, maxUploadBytes: config.maxUploadBytes, logger });
   return {

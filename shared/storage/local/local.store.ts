@@ -180,6 +180,13 @@ export class LocalContentStore implements ContentStore {
     return removed;
   }
 
+  async ping(): Promise<boolean> {
+    return fs.stat(this.root).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
+  }
+
   async readMarker(): Promise<string | undefined> {
     try {
       return (await fs.readFile(this.pathOf(MARKER_FILE), 'utf8')).trim();

@@ -42,7 +42,7 @@ export const quotaExceeded = errorResponse(
 export const health = {
   type: 'object',
   required: ['status'],
-  properties: { status: { type: 'string' }, mysql: { type: 'boolean' }, redis: { type: 'boolean' } },
+  properties: { status: { type: 'string' }, mysql: { type: 'boolean' }, redis: { type: 'boolean' }, storage: { type: 'boolean' } },
 };
 
 export function contentHeaders() {

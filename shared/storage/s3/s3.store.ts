@@ -1,0 +1,301 @@
+import { PassThrough, pipeline, type Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  CopyObjectCommand,
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import type { S3Config } from '../../config';
+import { newId } from '../../ids';
+import {
+  ContentNotFoundError,
+  STAGING_PREFIX,
+  type ByteRange,
+  type ContentHandle,
+  type ContentStore,
+  type ResumableDataStore,
+  type StageOptions,
+  type StagedContent,
+  type StoredObject,
+  type UploadGone,
+} from '../content.store';
+import { HashMeter } from '../hash.meter';
+import { createS3Client, isNotFound, statusOf } from './s3.client';
+import { listMultipartUploads, listObjects, type MultipartUpload } from './s3.listing';
+import { S3TusStore, TUS_PREFIX } from './s3.tus-store';
+
+/** The marker object, beside the content under the prefix (the local driver's marker file). */
+export const MARKER_KEY = '.filesync-store';
+
+/**
+ * Streamed uploads go out in parts of this size, a few at once: a content smaller than one part is
+ * one PutObject, a larger one a multipart upload. At most PART_SIZE x PARTS_IN_FLIGHT bytes of an
+ * upload are in memory, whatever its size.
+ */
+export const PART_SIZE = 16 * 1024 * 1024;
+const PARTS_IN_FLIGHT = 4;
+
+/** Size and ETag of content keys read recently; the oldest are dropped first. */
+const HEAD_CACHE_ENTRIES = 10_000;
+
+/** CopyObject copies at most 5 GiB in one request. */
+const MAX_SINGLE_COPY = 5 * 1024 ** 3;
+
+/**
+ * The content store on an S3-compatible bucket: the key `k` is the object `<S3_PREFIX>k`. Nothing
+ * touches the local disk. An object store has no rename: `stage` streams the bytes (hashed on the way)
+ * to `.staging/<id>`, `place` copies them server-side to the content key and deletes the staging
+ * object, and what a crash leaves under `.staging/` (objects and multipart uploads) is swept.
+ */
+export class S3ContentStore implements ContentStore {
+  readonly client: S3Client;
+  private tus: S3TusStore | undefined;
+  /**
+   * A content key is never written twice (a replacement gets a new key), so what a HEAD said of it
+   * holds until it is removed: reads of a key seen before skip that round trip. The GET is still
+   * pinned to the ETag, so a stale entry can only make a read fail, never serve other bytes.
+   */
+  private readonly heads = new Map<string, { size: number; etag: string | undefined; modifiedAt: Date }>();
+
+  constructor(readonly config: S3Config) {
+    this.client = createS3Client(config);
+  }
+
+  get location(): string {
+    return `s3://${this.config.bucket}/${this.config.prefix}`;
+  }
+
+  get bucket(): string {
+    return this.config.bucket;
+  }
+
+  readonly resumable = {
+    dataStore: (expiryMs: number, gone?: UploadGone): ResumableDataStore => {
+      this.tus ??= new S3TusStore(this, expiryMs, gone);
+      return this.tus;
+    },
+  };
+
+  /** The object key of a store key: under the prefix, never anywhere else. */
+  objectKey(key: string): string {
+    if (key === '' || key.startsWith('/') || key.split('/').some((part) => part === '..' || part === '.')) {
+      throw new Error(`storage key outside the store: ${key}`);
+    }
+    return this.config.prefix + key;
+  }
+
+  private stagingObject(stagingKey: string): string {
+    if (!stagingKey.startsWith(STAGING_PREFIX) && !stagingKey.startsWith(TUS_PREFIX)) throw new Error(`not a staging key: ${stagingKey}`);
+    return this.objectKey(stagingKey);
+  }
+
+  async stage(source: Readable, options: StageOptions): Promise<StagedContent> {
+    const stagingKey = `${STAGING_PREFIX}${newId()}.part`;
+    const meter = new HashMeter(options.maxBytes);
+    // The source's failure (a client gone, a limit) ends the meter, and so the upload, which then
+    // aborts its multipart upload.
+    // The body is a stage after the meter: the SDK would take the meter's `size` (bytes so far) for
+    // the length of the whole body.
+    const body = new PassThrough({ highWaterMark: 1024 * 1024 });
+    pipeline(source, meter, body, () => undefined);
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.bucket, Key: this.objectKey(stagingKey), Body: body },
+      partSize: PART_SIZE,
+      queueSize: PARTS_IN_FLIGHT,
+      leavePartsOnError: false,
+    });
+    try {
+      await upload.done();
+      return { stagingKey, size: meter.size, sha256: meter.digest() };
+    } catch (err) {
+      body.destroy();
+      await upload.abort().catch(() => undefined);
+      await this.deleteObject(this.objectKey(stagingKey)).catch(() => undefined);
+      // The meter's own error (FILE_TOO_LARGE, the client's) says more than the SDK's.
+      throw meter.errored ?? source.errored ?? err;
+    }
+  }
+
+  async place(staged: StagedContent, key: string): Promise<void> {
+    const from = this.stagingObject(staged.stagingKey);
+    if (staged.size > MAX_SINGLE_COPY) throw new Error('content over 5 GiB cannot be placed on S3 in one copy');
+    await this.client.send(
+      new CopyObjectCommand({
+        Bucket: this.bucket,
+        Key: this.objectKey(key),
+        CopySource: `${this.bucket}/${encodeURIComponent(from).replace(/%2F/g, '/')}`,
+        MetadataDirective: 'REPLACE',
+      }),
+    );
+    await this.deleteObject(from);
+  }
+
+  async discard(staged: StagedContent): Promise<void> {
+    await this.deleteObject(this.stagingObject(staged.stagingKey));
+  }
+
+  async open(key: string): Promise<ContentHandle> {
+    const objectKey = this.objectKey(key);
+    let head = this.heads.get(objectKey);
+    if (!head) {
+      head = await this.head(key);
+      if (!head) throw new ContentNotFoundError(key);
+      if (this.heads.size >= HEAD_CACHE_ENTRIES) this.heads.delete(this.heads.keys().next().value as string);
+      this.heads.set(objectKey, head);
+    }
+    const { etag } = head;
+    return {
+      size: head.size,
+      // Pinned to the ETag seen at opening: bytes of a newer object under the key are never mixed in.
+      read: (range?: ByteRange) => this.download(objectKey, etag, range),
+      close: async () => undefined,
+    };
+  }
+
+  private download(objectKey: string, etag: string | undefined, range?: ByteRange): Readable {
+    const out = new PassThrough({ highWaterMark: 1024 * 1024 });
+    this.client
+      .send(
+        new GetObjectCommand({
+          Bucket: this.bucket,
+          Key: objectKey,
+          ...(etag ? { IfMatch: etag } : {}),
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
+      )
+      .then(
+        (res) => pipeline(res.Body as Readable, out, () => undefined),
+        (err: unknown) => {
+          const gone = isNotFound(err) || statusOf(err) === 412;
+          if (gone) this.heads.delete(objectKey);
+          out.destroy(gone ? new ContentNotFoundError(objectKey) : (err as Error));
+        },
+      );
+    return out;
+  }
+
+  private async head(key: string): Promise<(StoredObject & { etag: string | undefined }) | undefined> {
+    try {
+      const res = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
+      return { key, size: res.ContentLength ?? 0, modifiedAt: res.LastModified ?? new Date(0), etag: res.ETag || undefined };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async stat(key: string): Promise<StoredObject | undefined> {
+    const head = await this.head(key);
+    return head && { key: head.key, size: head.size, modifiedAt: head.modifiedAt };
+  }
+
+  async remove(key: string): Promise<void> {
+    await this.deleteObject(this.objectKey(key));
+  }
+
+  /** @internal Deletes an object by its full key; a missing one is not an error (S3 says 204 either way). */
+  async deleteObject(objectKey: string): Promise<void> {
+    this.heads.delete(objectKey);
+    try {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey }));
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  /** @internal Every object under `prefix` (a store key prefix), as store keys, page by page. */
+  list(prefix = ''): AsyncGenerator<StoredObject> {
+    return listObjects(this.client, this.bucket, this.config.prefix, prefix);
+  }
+
+  /** @internal Multipart uploads in progress under `prefix` (a store key prefix). */
+  multipartUploads(prefix: string): AsyncGenerator<MultipartUpload> {
+    return listMultipartUploads(this.client, this.bucket, this.config.prefix, prefix);
+  }
+
+  /** @internal */
+  async abortMultipart(key: string, uploadId: string): Promise<void> {
+    try {
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: this.objectKey(key), UploadId: uploadId }));
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  async *walk(): AsyncGenerator<StoredObject> {
+    for await (const o of this.list()) {
+      // Content always sits in a "folder" (`<deviceId>/...`): the marker at the top is not content,
+      // and resumable uploads in progress are not either.
+      if (!o.key.includes('/') || o.key.startsWith(TUS_PREFIX)) continue;
+      yield { key: o.key, size: o.size, modifiedAt: o.modifiedAt };
+    }
+  }
+
+  async sweepStaging(olderThanMs: number): Promise<number> {
+    const before = Date.now() - olderThanMs;
+    let removed = 0;
+    for await (const o of this.list(STAGING_PREFIX)) {
+      if (o.modifiedAt.getTime() >= before) continue;
+      await this.deleteObject(this.objectKey(o.key));
+      removed++;
+    }
+    // A stage cut off by a crash leaves a multipart upload whose parts are stored (and billed).
+    for await (const u of this.multipartUploads(STAGING_PREFIX)) {
+      if (u.initiated.getTime() >= before) continue;
+      await this.abortMultipart(u.key, u.uploadId);
+      removed++;
+    }
+    return removed;
+  }
+
+  async readMarker(): Promise<string | undefined> {
+    try {
+      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(MARKER_KEY) }));
+      return (await res.Body!.transformToString()).trim();
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async claimMarker(storeId: string): Promise<string> {
+    const existing = await this.readMarker();
+    if (existing !== undefined) return existing;
+    // If-None-Match: * makes the write conditional: of two claims at once, one is refused.
+    const write = () =>
+      this.client.send(
+        new PutObjectCommand({ Bucket: this.bucket, Key: this.objectKey(MARKER_KEY), Body: `${storeId}\n`, IfNoneMatch: '*', ContentType: 'text/plain' }),
+      );
+    try {
+      await write().catch(async (err: unknown) => {
+        if ((err as Error).name !== 'NoSuchBucket') throw err;
+        // A first start on a bucket nobody created yet: create it (needs s3:CreateBucket, which the
+        // least-privilege policy in docs/OPERATIONS.md leaves out; then create it beforehand).
+        await this.client.send(new CreateBucketCommand({ Bucket: this.bucket })).catch((e: unknown) => {
+          if (!['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes((e as Error).name)) throw e;
+        });
+        await write();
+      });
+    } catch (err) {
+      if (statusOf(err) !== 412 && statusOf(err) !== 409) throw err;
+    }
+    return (await this.readMarker()) as string;
+  }
+
+  /** For /readyz: the bucket answers a listing of one key. */
+  async ping(): Promise<boolean> {
+    try {
+      await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.config.prefix, MaxKeys: 1 }));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}

@@ -1,0 +1,224 @@
+import { randomBytes } from 'node:crypto';
+import { GetObjectCommand, PutObjectCommand, CopyObjectCommand, DeleteObjectCommand } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import type { S3Config } from '../../shared/config';
+import { createS3Client } from '../../shared/storage/s3/s3.client';
+import { PART_SIZE } from '../../shared/storage/s3/s3.store';
+import { RedisCluster } from '../support/redis.cluster';
+import { createBucket, Rgw } from '../support/rgw';
+import type { BenchContext } from './context';
+import { HttpClient, login, provisionUsers, type BenchUser } from './http.client';
+import { OpsGenerator } from './ops.generator';
+import { ADMIN, BenchStack } from './stack';
+import { figure, fmt, summarize, type Figure, type ScenarioReport } from './stats';
+
+const MiB = 1024 * 1024;
+
+/** A second service (gateway and worker processes) beside the bench's own, on other Redis or storage. */
+async function withStack<T>(ctx: BenchContext, env: Record<string, string>, run: (stack: BenchStack, client: HttpClient, admin: BenchUser) => Promise<T>): Promise<T> {
+  const stack = new BenchStack({ log: ctx.log, env });
+  try {
+    await stack.start();
+    const client = new HttpClient(stack.baseUrl);
+    try {
+      return await run(stack, client, await login(client, ADMIN.username, ADMIN.password));
+    } finally {
+      client.close();
+    }
+  } finally {
+    await stack.stop();
+  }
+}
+
+/** Ops per second of `devices` devices each sending batches of `size` ops one after the other, for `ms`. */
+async function syncThroughput(client: HttpClient, users: BenchUser[], tag: string, size: number, ms: number): Promise<number> {
+  const outboxes = users.map((_, i) => new OpsGenerator(`${tag}${i}`, 7000 + i));
+  let ops = 0;
+  let failures = 0;
+  const started = Date.now();
+  await Promise.all(
+    users.map(async (user, i) => {
+      while (Date.now() - started < ms) {
+        const res = await client.request('POST', '/v1/sync/ops', {
+          headers: { authorization: `Bearer ${user.token}`, 'content-type': 'application/json' },
+          body: `{"ops":${outboxes[i]!.batch(size)}}`,
+        });
+        if (res.status === 200) ops += size;
+        else failures++;
+      }
+    }),
+  );
+  if (failures > 0) throw new Error(`${failures} sync requests failed`);
+  return ops / ((Date.now() - started) / 1000);
+}
+
+/**
+ * Sync throughput (16 devices, batches of 100 ops) with every use of Redis on a three-master Redis
+ * Cluster against the bench's one Redis node, in turns, in the same run. Goal: at least 0.9.
+ */
+export async function runRedisCluster(ctx: BenchContext): Promise<ScenarioReport> {
+  const devices = 16;
+  const size = 100;
+  const ms = ctx.profile.name === 'quick' ? 2000 : 5000;
+  const single = await provisionUsers(ctx.client, ctx.adminToken, Array.from({ length: devices }, (_, i) => `rc-one-${i}`));
+  const cluster = await RedisCluster.start(3, 0);
+  try {
+    return await withStack(ctx, { REDIS_CLUSTER_NODES: cluster.nodes }, async (_stack, client, admin) => {
+      const users = await provisionUsers(client, admin.token, Array.from({ length: devices }, (_, i) => `rc-${i}`));
+      // Warm-up on each, then two rounds in turns; the better round of each counts.
+      await syncThroughput(ctx.client, single, 'w1', size, 1000);
+      await syncThroughput(client, users, 'w2', size, 1000);
+      const one: number[] = [];
+      const many: number[] = [];
+      for (let round = 0; round < 2; round++) {
+        one.push(await syncThroughput(ctx.client, single, `o${round}`, size, ms));
+        many.push(await syncThroughput(client, users, `c${round}`, size, ms));
+      }
+      const best = { one: Math.max(...one), cluster: Math.max(...many) };
+      const ratio = best.cluster / best.one;
+      ctx.log(`redis-cluster: ${fmt(best.cluster)} ops/s on the cluster, ${fmt(best.one)} on one node (${fmt(ratio, 2)})`);
+      return {
+        name: 'redis-cluster',
+        title: `Sync on a Redis Cluster (3 masters) against one Redis node: ${devices} devices x ${size} ops`,
+        headers: ['Redis', 'ops/s (rounds)', 'best', 'ratio to one node', 'goal'],
+        rows: [
+          ['one node', one.map((v) => fmt(v)).join(', '), fmt(best.one), '1.00', ''],
+          ['cluster, 3 masters', many.map((v) => fmt(v)).join(', '), fmt(best.cluster), fmt(ratio, 2), '>= 0.90'],
+        ],
+        notes: [`${ms / 1000} s per round; the two services run side by side on one machine and MariaDB, in turns.`],
+        figures: [figure('redis-cluster', `${devices}x${size}`, 'sync throughput', 'ops/s', 'rate', best.cluster, [{ name: 'one Redis node', value: best.one }])],
+        details: { one, cluster: many },
+      };
+    });
+  } finally {
+    await cluster.stop();
+  }
+}
+
+const seconds = (from: bigint) => Number(process.hrtime.bigint() - from) / 1e9;
+
+/**
+ * Content on S3 (a one-node Ceph RGW started for the run): 100 MiB up and down and a 1 MiB range
+ * through the gateway against the same operations straight to RGW with the AWS SDK (goal: at least
+ * 0.8 each), and 1 KiB uploads at 8 connections on S3 against the bench's local-disk service.
+ */
+export async function runS3(ctx: BenchContext): Promise<ScenarioReport> {
+  const bigSize = ctx.profile.name === 'quick' ? 20 * MiB : 100 * MiB;
+  const reps = ctx.profile.name === 'quick' ? 1 : 3;
+  const rgw = await Rgw.start();
+  try {
+    const config: S3Config = {
+      bucket: 'filesync-bench',
+      prefix: '',
+      endpoint: rgw.env.S3_ENDPOINT,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: rgw.env.S3_ACCESS_KEY_ID!, secretAccessKey: rgw.env.S3_SECRET_ACCESS_KEY! },
+    };
+    const sdk = createS3Client(config);
+    await createBucket(sdk, config.bucket);
+    const env = { ...rgw.env, STORAGE_DRIVER: 's3', S3_BUCKET: config.bucket, S3_PREFIX: 'service/', MAX_UPLOAD_BYTES: String(2 * bigSize) };
+    return await withStack(ctx, env, async (_stack, client, admin) => {
+      const body = randomBytes(bigSize);
+      const auth = { authorization: `Bearer ${admin.token}` };
+      const created = await client.request('POST', '/v1/files', { headers: { ...auth, 'content-type': 'multipart/form-data; boundary=b' }, body: '--b\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\nx\r\n--b--\r\n' });
+      const fileId = JSON.parse(created.body.toString()).id as string;
+
+      const t = { up: [] as number[], down: [] as number[], range: [] as number[], sdkUp: [] as number[], sdkDown: [] as number[], sdkRange: [] as number[] };
+      for (let i = 0; i < reps; i++) {
+        let start = process.hrtime.bigint();
+        const put = await client.request('PUT', `/v1/files/${fileId}/content`, { headers: { ...auth, 'content-type': 'application/octet-stream' }, body });
+        if (put.status !== 200) throw new Error(`upload through the gateway: ${put.status} ${put.body.toString().slice(0, 200)}`);
+        t.up.push(seconds(start));
+        start = process.hrtime.bigint();
+        await new Upload({ client: sdk, params: { Bucket: config.bucket, Key: `direct/big-${i}`, Body: body }, partSize: PART_SIZE, queueSize: 4 }).done();
+        t.sdkUp.push(seconds(start));
+
+        start = process.hrtime.bigint();
+        const get = await client.request('GET', `/v1/files/${fileId}/content`, { headers: auth, discardBody: true });
+        if (get.bytes !== bigSize) throw new Error(`download through the gateway: ${get.status}, ${get.bytes} bytes`);
+        t.down.push(seconds(start));
+        start = process.hrtime.bigint();
+        const obj = await sdk.send(new GetObjectCommand({ Bucket: config.bucket, Key: `direct/big-${i}` }));
+        for await (const _chunk of obj.Body as AsyncIterable<Buffer>) void _chunk;
+        t.sdkDown.push(seconds(start));
+      }
+      for (let i = 0; i < 20 * reps; i++) {
+        const from = Math.floor(Math.random() * (bigSize - MiB));
+        let start = process.hrtime.bigint();
+        const part = await client.request('GET', `/v1/files/${fileId}/content`, { headers: { ...auth, range: `bytes=${from}-${from + MiB - 1}` }, discardBody: true });
+        if (part.status !== 206 || part.bytes !== MiB) throw new Error(`range through the gateway: ${part.status}, ${part.bytes} bytes`);
+        t.range.push(seconds(start));
+        start = process.hrtime.bigint();
+        const obj = await sdk.send(new GetObjectCommand({ Bucket: config.bucket, Key: 'direct/big-0', Range: `bytes=${from}-${from + MiB - 1}` }));
+        for await (const _chunk of obj.Body as AsyncIterable<Buffer>) void _chunk;
+        t.sdkRange.push(seconds(start));
+      }
+      const median = (xs: number[]) => summarize(xs).p50;
+      const mibps = (secs: number) => bigSize / MiB / secs;
+      const rows: string[][] = [];
+      const figures: Figure[] = [];
+      const line = (what: string, gateway: number, direct: number, unit: string, rate: (s: number) => number) => {
+        const ratio = rate(gateway) / rate(direct);
+        rows.push([what, `${fmt(rate(gateway))} ${unit}`, `${fmt(rate(direct))} ${unit}`, fmt(ratio, 2), '>= 0.80']);
+        figures.push(figure('s3', what, 'throughput', unit, 'rate', rate(gateway), [{ name: 'AWS SDK straight to RGW', value: rate(direct) }]));
+      };
+      line(`${bigSize / MiB} MiB upload`, median(t.up), median(t.sdkUp), 'MiB/s', mibps);
+      line(`${bigSize / MiB} MiB download`, median(t.down), median(t.sdkDown), 'MiB/s', mibps);
+      line('1 MiB Range read', median(t.range), median(t.sdkRange), 'reads/s', (s) => 1 / s);
+
+      // 1 KiB uploads at 8 connections: S3 against local disk, and the S3 round trips one costs.
+      const small = async (c: HttpClient, token: string, tag: string) => {
+        let n = 0;
+        const until = Date.now() + (ctx.profile.name === 'quick' ? 2000 : 5000);
+        const began = Date.now();
+        const payload = randomBytes(1024).toString('base64').slice(0, 1024);
+        await Promise.all(
+          Array.from({ length: 8 }, async (_, w) => {
+            for (let i = 0; Date.now() < until; i++) {
+              const res = await c.request('POST', '/v1/files', {
+                headers: { authorization: `Bearer ${token}`, 'content-type': 'multipart/form-data; boundary=b' },
+                body: `--b\r\nContent-Disposition: form-data; name="file"; filename="${tag}-${w}-${i}.txt"\r\n\r\n${payload}\r\n--b--\r\n`,
+              });
+              if (res.status !== 201) throw new Error(`1 KiB upload: ${res.status}`);
+              n++;
+            }
+          }),
+        );
+        return n / ((Date.now() - began) / 1000);
+      };
+      const onS3 = await small(client, admin.token, 's3');
+      const onDisk = await small(ctx.client, ctx.adminToken, 'disk');
+      const trips = { put: [] as number[], copy: [] as number[], del: [] as number[] };
+      for (let i = 0; i < 50; i++) {
+        let start = process.hrtime.bigint();
+        await sdk.send(new PutObjectCommand({ Bucket: config.bucket, Key: `probe/${i}.part`, Body: randomBytes(1024) }));
+        trips.put.push(seconds(start) * 1000);
+        start = process.hrtime.bigint();
+        await sdk.send(new CopyObjectCommand({ Bucket: config.bucket, Key: `probe/${i}`, CopySource: `${config.bucket}/probe/${i}.part` }));
+        trips.copy.push(seconds(start) * 1000);
+        start = process.hrtime.bigint();
+        await sdk.send(new DeleteObjectCommand({ Bucket: config.bucket, Key: `probe/${i}.part` }));
+        trips.del.push(seconds(start) * 1000);
+      }
+      rows.push(['1 KiB uploads, 8 connections', `${fmt(onS3)} files/s`, `${fmt(onDisk)} files/s on local disk`, fmt(onS3 / onDisk, 2), 'reported']);
+      figures.push(figure('s3', '1 KiB uploads x8', 'throughput', 'files/s', 'rate', onS3, [{ name: 'local disk', value: onDisk }]));
+      const ms = (xs: number[]) => fmt(summarize(xs).p50, 1);
+      sdk.destroy();
+      return {
+        name: 's3',
+        title: 'Content on S3 (one-node Ceph RGW, memstore) through the gateway against the AWS SDK straight to RGW',
+        headers: ['operation', 'through the gateway', 'SDK straight to RGW', 'ratio', 'goal'],
+        rows,
+        notes: [
+          `medians of ${reps} transfers (${20 * reps} range reads); the gateway stages an upload under .staging/ and copies it into place inside RGW, the SDK writes one object`,
+          `a 1 KiB upload on S3 costs three S3 round trips beside MySQL: PutObject of the staged bytes (p50 ${ms(trips.put)} ms), CopyObject into place (${ms(trips.copy)} ms), DeleteObject of the staging key (${ms(trips.del)} ms); on disk those are a write and a rename`,
+        ],
+        figures,
+        details: { seconds: t, trips },
+      };
+    });
+  } finally {
+    await Rgw.stop(rgw.dir);
+  }
+}
