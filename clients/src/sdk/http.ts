@@ -1,14 +1,16 @@
 import { AbortedError, ApiError, NetworkError } from './errors';
 
 export interface RetryPolicy {
-  /** Total time spent waiting between attempts before the last error is thrown, in ms. */
+  /** Total time spent retrying 429, 503 and 5xx answers before the last error is thrown, in ms. */
   maxElapsedMs: number;
+  /** The same for network errors (nothing answers): shorter, as an unreachable service rarely comes back at once. */
+  maxNetworkElapsedMs: number;
   /** The first pause after a network error, doubled each time up to `maxDelayMs`. */
   baseDelayMs: number;
   maxDelayMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { maxElapsedMs: 60_000, baseDelayMs: 250, maxDelayMs: 5_000 };
+export const DEFAULT_RETRY: RetryPolicy = { maxElapsedMs: 60_000, maxNetworkElapsedMs: 10_000, baseDelayMs: 250, maxDelayMs: 5_000 };
 
 export interface HttpRequest {
   method: string;
@@ -66,7 +68,7 @@ export async function send(baseUrl: string, req: HttpRequest, token: () => strin
   for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
   const started = Date.now();
   let delay = policy.baseDelayMs;
-  for (let attempt = 1; ; attempt++) {
+  for (;;) {
     const headers: Record<string, string> = { ...req.headers };
     const bearer = token();
     if (bearer) headers.authorization = `Bearer ${bearer}`;
@@ -85,9 +87,10 @@ export async function send(baseUrl: string, req: HttpRequest, token: () => strin
       !req.once &&
       (status === 429 || status === 503 || (req.idempotent && (status === undefined || status === 500 || status === 502 || status === 504)));
     const elapsed = Date.now() - started;
-    if (!retryable || elapsed >= policy.maxElapsedMs) throw failure;
+    const budget = status === undefined ? policy.maxNetworkElapsedMs : policy.maxElapsedMs;
+    if (!retryable || elapsed >= budget) throw failure;
     const hinted = failure instanceof ApiError && failure.retryAfter !== undefined ? failure.retryAfter * 1000 : undefined;
-    const pause = Math.min(hinted ?? delay, policy.maxElapsedMs - elapsed, 30_000);
+    const pause = Math.min(hinted ?? delay, budget - elapsed, 30_000);
     delay = Math.min(delay * 2, policy.maxDelayMs);
     await sleep(Math.max(pause, 50), req.signal);
   }

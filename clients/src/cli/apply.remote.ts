@@ -1,0 +1,190 @@
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import type { BaseNode, RemoteNode } from './journal';
+import { byDepth, remoteChanged, type Matched } from './match';
+import { LiveTree } from './live.tree';
+import { checkGuard, localSha, statOf, toBase, type SyncContext } from './context';
+import { conflictedName, joinPath } from './scan';
+
+const exists = async (full: string) => (await statOf(full)) !== undefined;
+
+/**
+ * The pull half of a pass: brings every change the server holds beyond the merge base to disk.
+ * Local changes are left for the push half, except where both sides changed the same thing: then
+ * the server's version (accepted first) keeps the place and the local one is kept as a conflicted
+ * copy. Answers the number of actions taken.
+ */
+export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNode>, base: Map<string, BaseNode>, matched: Matched): Promise<number> {
+  const live = new LiveTree(matched);
+  const j = ctx.journal;
+  const r = ctx.reporter;
+  let actions = 0;
+  const full = (id: string) => join(ctx.dir, live.disk(id) ?? '');
+
+  // The guard counts first: deletions of unchanged local files the server deleted.
+  const doomed = [...base.values()].filter((b) => b.type === 'file' && !remote.has(b.id) && matched.local.has(b.id) && !matched.unknown.has(b.id));
+  checkGuard(ctx, 'local', doomed.length, [...base.values()].filter((b) => b.type === 'file').length);
+
+  const keepAsCopy = async (id: string): Promise<string | undefined> => {
+    const node = live.get(id);
+    if (!node) return undefined;
+    const copy = conflictedName(node.name, ctx.session.deviceName);
+    const from = live.disk(id)!;
+    const parentDisk = live.disk(node.parentId) ?? '';
+    if (await exists(join(ctx.dir, parentDisk, copy))) return undefined;
+    await fs.rename(join(ctx.dir, from), join(ctx.dir, parentDisk, copy));
+    live.set(id, node.parentId, copy, node.type);
+    const copyPath = live.path(id)!;
+    r.line(`conflict: kept ${live.path(node.parentId) ? `${live.path(node.parentId)}/` : ''}${node.name} as ${copyPath}`);
+    j.addConflict(copyPath);
+    return copyPath;
+  };
+
+  const download = async (node: RemoteNode, target: string, expect: { mtimeMs: number; size: number } | undefined): Promise<boolean> => {
+    const label = live.path(node.parentId) === undefined ? node.name : joinPath(live.path(node.parentId)!, node.name);
+    const got = await ctx.transfers.download(node.id, label, node.size);
+    if (got.expected !== undefined && got.expected !== got.sha256) {
+      await fs.rm(got.tmp, { force: true });
+      r.error(`download of ${label} did not match its digest; it will be fetched again`);
+      return false;
+    }
+    // A local write since the scan wins the place: the download waits for the next pass.
+    const now = await statOf(target);
+    if ((now && !expect) || (now && expect && (now.mtimeMs !== expect.mtimeMs || now.size !== expect.size))) {
+      await fs.rm(got.tmp, { force: true });
+      return false;
+    }
+    await fs.rename(got.tmp, target);
+    const st = await statOf(target);
+    j.putBase(toBase({ ...node, sha256: got.sha256, size: st?.size ?? node.size }, st));
+    r.line(`downloaded ${label}`);
+    return true;
+  };
+
+  for (const id of byDepth(remote)) {
+    if (ctx.signal.aborted) break;
+    const rn = remote.get(id)!;
+    const b = base.get(id);
+    if (b && !remoteChanged(rn, b)) {
+      if (b.rev !== rn.rev) j.putBase({ ...b, rev: rn.rev, size: b.size });
+      continue;
+    }
+    if (matched.unknown.has(id) || !live.has(rn.parentId)) continue;
+    const parentPath = live.path(rn.parentId)!;
+    const targetPath = joinPath(parentPath, rn.name);
+    if (ctx.ignored(targetPath, rn.type === 'folder')) continue;
+    const target = join(ctx.dir, live.disk(rn.parentId)!, rn.name);
+    const here = live.get(id);
+
+    if (b && here) {
+      // Place: the server's move wins over a local one.
+      if (here.parentId !== rn.parentId || here.name !== rn.name) {
+        const occupant = live.childNamed(rn.parentId, rn.name);
+        if (occupant !== undefined && occupant !== id) continue;
+        const from = live.path(id)!;
+        await fs.rename(full(id), target);
+        live.set(id, rn.parentId, rn.name, rn.type);
+        r.line(`${here.parentId === rn.parentId ? 'renamed' : 'moved'} ${from} -> ${targetPath}`);
+        actions++;
+      }
+      let stat = await statOf(full(id));
+      if (rn.type === 'file' && rn.sha256 !== b.sha256) {
+        const entry = matched.local.get(id)!.entry;
+        const mine = await localSha(ctx, entry, b);
+        if (mine !== b.sha256 && mine !== rn.sha256) {
+          if ((await keepAsCopy(id)) === undefined) continue;
+          live.set(id, rn.parentId, rn.name, 'file');
+          if (rn.sha256) await download(rn, target, undefined);
+          actions++;
+          continue;
+        }
+        if (mine === b.sha256 && rn.sha256) {
+          if (await download(rn, target, entry)) actions++;
+          continue;
+        }
+        if (!rn.sha256) continue;
+        stat = await statOf(full(id));
+      }
+      const contentSame = rn.type === 'folder' || (stat !== undefined && (await localSha(ctx, { ...matched.local.get(id)!.entry, ...stat }, b)) === rn.sha256);
+      j.putBase(contentSame ? toBase(rn, stat) : { ...toBase(rn, undefined), sha256: b.sha256, size: b.size });
+      continue;
+    }
+
+    if (b && !here) {
+      if (rn.type === 'file' && rn.sha256 === b.sha256) {
+        // Deleted here, only moved there: the deletion is pushed with the server's latest rev.
+        j.putBase({ ...b, parentId: rn.parentId, name: rn.name, rev: rn.rev });
+        continue;
+      }
+      j.dropBase(id);
+    }
+
+    // New on the server (or to be brought back: an edit there wins over a deletion here).
+    const sameName = live.childNamed(rn.parentId, rn.name);
+    if (sameName !== undefined) {
+      const mine = matched.local.get(sameName);
+      const moverHere = mine && !mine.isNew && base.has(sameName) && (base.get(sameName)!.parentId !== mine.parentId || base.get(sameName)!.name !== mine.name);
+      if (moverHere) {
+        // A local rename onto a name the server gave to something else first: the local one yields.
+        if ((await keepAsCopy(sameName)) === undefined) continue;
+        actions++;
+      } else if (!mine?.isNew) continue;
+      else if
+(mine.entry.type === rn.type && (rn.type === 'folder' || (rn.sha256 !== '' && (await localSha(ctx, mine.entry, undefined)) === rn.sha256))) {
+        live.rekey(sameName, id);
+        j.putBase(toBase(rn, await statOf(target)));
+        actions++;
+        continue;
+      } else {
+        if ((await keepAsCopy(sameName)) === undefined) continue;
+        actions++;
+      }
+    } else if (await exists(target)) continue;
+    if (rn.type === 'folder') {
+      await fs.mkdir(target);
+      live.set(id, rn.parentId, rn.name, 'folder');
+      j.putBase(toBase(rn, await statOf(target)));
+      r.line(`created ${targetPath}/`);
+      actions++;
+    } else if (rn.sha256 && (await download(rn, target, undefined))) {
+      live.set(id, rn.parentId, rn.name, 'file');
+      actions++;
+    }
+  }
+
+  // Deleted on the server: children first; an edited file or a folder still holding something stays.
+  const gone = byDepth(base).filter((id) => !remote.has(id)).reverse();
+  for (const id of gone) {
+    if (ctx.signal.aborted) break;
+    const b = base.get(id)!;
+    if (matched.unknown.has(id)) continue;
+    const here = live.get(id);
+    if (!here) {
+      j.dropBase(id);
+      continue;
+    }
+    const path = live.path(id)!;
+    if (b.type === 'file') {
+      const entry = matched.local.get(id)?.entry;
+      const st = await statOf(full(id));
+      if (entry && st && (await localSha(ctx, { ...entry, ...st }, b)) === b.sha256) {
+        await fs.rm(full(id), { force: true });
+        live.remove(id);
+        r.line(`deleted ${path}`);
+        actions++;
+      }
+      j.dropBase(id);
+      continue;
+    }
+    try {
+      await fs.rmdir(full(id));
+      live.remove(id);
+      r.line(`deleted ${path}/`);
+      actions++;
+    } catch {
+      /* not empty: it stays, and is sent again with what it holds */
+    }
+    j.dropBase(id);
+  }
+  return actions;
+}
