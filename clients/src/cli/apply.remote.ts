@@ -20,6 +20,11 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
   const r = ctx.reporter;
   let actions = 0;
   const full = (id: string) => join(ctx.dir, live.disk(id) ?? '');
+  // The scanned entry of a node at the place the pass has moved it to.
+  const entryOf = (id: string) => {
+    const e = matched.local.get(id)!.entry;
+    return { ...e, disk: live.disk(id) ?? e.disk };
+  };
 
   // The guard counts first: deletions of unchanged local files the server deleted.
   const doomed = [...base.values()].filter((b) => b.type === 'file' && !remote.has(b.id) && matched.local.has(b.id) && !matched.unknown.has(b.id));
@@ -89,7 +94,7 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
       }
       let stat = await statOf(full(id));
       if (rn.type === 'file' && rn.sha256 !== b.sha256) {
-        const entry = matched.local.get(id)!.entry;
+        const entry = entryOf(id);
         const mine = await localSha(ctx, entry, b);
         if (mine !== b.sha256 && mine !== rn.sha256) {
           if ((await keepAsCopy(id)) === undefined) continue;
@@ -105,7 +110,7 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
         if (!rn.sha256) continue;
         stat = await statOf(full(id));
       }
-      const contentSame = rn.type === 'folder' || (stat !== undefined && (await localSha(ctx, { ...matched.local.get(id)!.entry, ...stat }, b)) === rn.sha256);
+      const contentSame = rn.type === 'folder' || (stat !== undefined && (await localSha(ctx, { ...entryOf(id), ...stat }, b)) === rn.sha256);
       j.putBase(contentSame ? toBase(rn, stat) : { ...toBase(rn, undefined), sha256: b.sha256, size: b.size });
       continue;
     }
@@ -165,7 +170,7 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
     }
     const path = live.path(id)!;
     if (b.type === 'file') {
-      const entry = matched.local.get(id)?.entry;
+      const entry = matched.local.has(id) ? entryOf(id) : undefined;
       const st = await statOf(full(id));
       if (entry && st && (await localSha(ctx, { ...entry, ...st }, b)) === b.sha256) {
         await fs.rm(full(id), { force: true });

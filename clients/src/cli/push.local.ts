@@ -138,20 +138,23 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
     const b = base.get(op.resourceId!)!;
     const to = (op.payload as { parentId: string | null }).parentId ?? '';
     const rev = newRev(a, revOf(b.id));
+    const from = pathOfBase(base, b.id);
     const moved = { ...b, parentId: to, rev };
     base.set(b.id, moved);
     j.putBase(moved);
     j.putRemote({ ...remote.get(b.id)!, parentId: to, rev });
-    say(`moved ${path(b.id)}`);
+    say(`moved ${from} -> ${pathOfBase(base, b.id)}`);
   });
   const renameOps: SyncOp[] = renames.map((m) => ({ opId: j.nextOpId(), type: 'update', resourceId: m.id, ...conditional(m.id), payload: { name: m.name } }));
   actions += await sendOps(ctx, renameOps, (op) => path(op.resourceId!), (op, a) => {
     const b = base.get(op.resourceId!)!;
     const name = (op.payload as { name: string }).name;
     const rev = newRev(a, revOf(b.id));
+    const from = pathOfBase(base, b.id);
+    base.set(b.id, { ...b, name, rev });
     j.putBase({ ...b, name, rev });
     j.putRemote({ ...(remote.get(b.id) ?? b), parentId: b.parentId, name, rev });
-    say(`renamed ${b.name} -> ${path(b.id)}`);
+    say(`renamed ${from} -> ${pathOfBase(base, b.id)}`);
   });
 
   const transfer = async (label: string, fn: () => Promise<File>, done: (f: File) => void): Promise<void> => {
