@@ -13,6 +13,8 @@ export interface Config {
   readonly maxUploadBytes: number;
   /** How long an unfinished resumable upload is kept, in milliseconds (UPLOAD_EXPIRY_HOURS). */
   readonly uploadExpiryMs: number;
+  /** Unfinished resumable uploads one user may have at once (MAX_OPEN_UPLOADS). */
+  readonly maxOpenUploads: number;
   readonly jwtSecret: string | undefined;
   readonly admin: { readonly username: string; readonly password: string; readonly email: string | null } | undefined;
   readonly loginRateLimit: number;
@@ -50,6 +52,7 @@ const schema = Joi.object({
   MAX_UPLOAD_BYTES: Joi.number().integer().min(1).max(Number.MAX_SAFE_INTEGER).default(104857600),
   // Fractional hours are allowed, so tests can let an upload expire within seconds.
   UPLOAD_EXPIRY_HOURS: Joi.number().greater(0).max(24 * 365).default(24),
+  MAX_OPEN_UPLOADS: Joi.number().integer().min(1).max(100_000).default(20),
   JWT_SECRET: Joi.string().min(32),
   ADMIN_USERNAME: Joi.string().pattern(/^[A-Za-z0-9._-]{3,64}$/).message('ADMIN_USERNAME must be 3-64 characters of A-Z a-z 0-9 . _ -'),
   ADMIN_PASSWORD: Joi.string().min(8).max(1024),
@@ -131,6 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     uploadDir: path.resolve(value.UPLOAD_DIR ?? path.join(value.DATA_DIR, 'uploads')),
     maxUploadBytes: value.MAX_UPLOAD_BYTES,
     uploadExpiryMs: Math.round(value.UPLOAD_EXPIRY_HOURS * 3600 * 1000),
+    maxOpenUploads: value.MAX_OPEN_UPLOADS,
     jwtSecret: value.JWT_SECRET,
     admin: value.ADMIN_USERNAME
       ? Object.freeze({ username: value.ADMIN_USERNAME, password: value.ADMIN_PASSWORD, email: value.ADMIN_EMAIL ?? null })

@@ -48,7 +48,7 @@ export class AppError extends Error {
 export const invalid = (message: string, details?: unknown) => new AppError('INVALID_REQUEST', message, { details });
 export const notFound = (message = 'not found') => new AppError('NOT_FOUND', message);
 export const nameConflict = (message = 'a sibling with that name already exists') => new AppError('NAME_CONFLICT', message);
-export const preconditionFailed = (message: string) => new AppError('PRECONDITION_FAILED', message);
+export const preconditionFailed = (message: string, details?: unknown) => new AppError('PRECONDITION_FAILED', message, { details });
 export const unavailable = (message: string, retryAfter = 1) => new AppError('SERVICE_UNAVAILABLE', message, { retryAfter });
 
 export function isAppError(err: unknown): err is AppError {

@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { ContentHolder, ContentRepository } from '../../shared/db/content.repository';
-import type { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { NO_DEVICE, type OwnerTransactions } from '../../shared/db/owner.transaction';
 import { contentPath } from '../../shared/lifecycle/content.files';
 
 /** Staged uploads: a file here is in flight while young, left over by a crash once old. */
@@ -131,7 +131,8 @@ export class Fsck {
   private async clearMissing(missing: ContentHolder[]): Promise<number> {
     let cleared = 0;
     for (const holder of missing) {
-      const done = await this.owners.run(holder.userId, async (trx, clock) => {
+      // An operator's repair, not a device's request: the feed shows it with deviceId "".
+      const done = await this.owners.run({ userId: holder.userId, deviceId: NO_DEVICE }, async (trx, clock) => {
         const repo = this.content.withTransaction(trx);
         if ((await repo.storageKeyOf(holder.id)) !== holder.storageKey) return false;
         if (await exists(contentPath(this.uploadDir, holder.storageKey))) return false;

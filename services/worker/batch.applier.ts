@@ -1,13 +1,14 @@
 import type { Knex } from 'knex';
 import mime from 'mime-types';
-import type { ChangeClock, OwnerTransactions } from '../../shared/db/owner.transaction';
+import type { ChangeClock, ChangeStamp, OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ResourceRepository, type NewResource, type ResourceState } from '../../shared/db/resource.repository';
 import { TraceRepository, type OperationTrace } from '../../shared/db/trace.repository';
 import { BatchLookupRepository } from '../../shared/db/batch-lookup.repository';
-import { invalid, isAppError, notFound, type AppError } from '../../shared/errors';
+import { AppError, invalid, isAppError, notFound } from '../../shared/errors';
+import { isId } from '../../shared/ids';
 import { parseLossless } from '../../shared/json';
 import { extensionOf } from '../../shared/names';
-import type { AppliedOp, FailedOp, OpOutcome, SyncJobResult } from '../../shared/queue/sync.contract';
+import type { AppliedOp, FailedOp, OpOutcome, ResultRev, SyncJobResult } from '../../shared/queue/sync.contract';
 import { parseOp, type OpParseResult, type ParsedOp } from '../../shared/sync/ops';
 
 export interface BatchInput {
@@ -17,14 +18,17 @@ export interface BatchInput {
 }
 
 /** Errors that stop a batch and are reported in `failed` (SPEC 4.10 rule 7); anything else aborts it. */
-const STOPPING = new Set(['NAME_CONFLICT', 'NOT_FOUND', 'INVALID_REQUEST']);
+const STOPPING = new Set(['NAME_CONFLICT', 'NOT_FOUND', 'INVALID_REQUEST', 'PRECONDITION_FAILED']);
 
 interface BatchContext {
   userId: string;
   resources: ResourceRepository;
   /** Feed positions: each op that changes state takes the next one. */
   clock: ChangeClock;
-  /** What the batch knows of every resource it names, kept current as ops apply. */
+  /**
+   * What the batch knows of every resource it names, kept current as ops apply (revs included, as
+   * the writes raise them), so each op's result reports its rev without reading it back.
+   */
   states: Map<string, ResourceState>;
 }
 
@@ -41,7 +45,7 @@ export class BatchApplier {
 
   /** Applies one batch in a transaction of its own (benchmarks, tools); the worker uses applyLocked. */
   async apply(input: BatchInput): Promise<SyncJobResult> {
-    return this.owners.run(input.userId, (trx, clock) => this.applyLocked(trx, clock, input));
+    return this.owners.run(input, (trx, clock) => this.applyLocked(trx, clock, input));
   }
 
   /**
@@ -57,7 +61,7 @@ export class BatchApplier {
     const resources = new ResourceRepository(trx);
     const traces = new TraceRepository(trx);
     const valid = parsed.flatMap((p) => (p.ok ? [p.op] : []));
-    const { processed, states } = await new BatchLookupRepository(trx).lookup(input.deviceId, valid.map((op) => op.opId), namedIds(valid));
+    const { processed, states } = await new BatchLookupRepository(trx).lookup(input.deviceId, valid.map((op) => op.opId), namedIds(parsed));
     const ctx: BatchContext = { userId: input.userId, resources, clock, states };
     const run = new BatchRun(ctx, input, processed);
     for (const result of parsed) if (!(await run.next(result))) break;
@@ -94,11 +98,11 @@ class BatchRun {
     }
     if (!(await this.flush())) return false;
     if (!result.ok) {
-      this.failed = { ...result.echo, error: result.error.toBody() };
+      this.failed = { ...result.echo, error: result.error.toBody(), rev: revOf(this.ctx, result.echo.resourceId) };
       return false;
     }
     if (this.processed.has(result.op.opId)) {
-      this.applied.push({ ...result.op.echo, outcome: 'duplicate' });
+      this.applied.push({ ...result.op.echo, outcome: 'duplicate', rev: revOf(this.ctx, result.op.resourceId) });
       return true;
     }
     return this.applyOne(result.op, new Date());
@@ -136,7 +140,7 @@ class BatchRun {
 
   private defer(op: CreateOp): void {
     const row = createRow(op, this.ctx.userId, new Date(), this.ctx.clock.next());
-    this.ctx.states.set(op.resourceId, { id: op.resourceId, userId: row.userId, parentId: row.parentId, type: row.type, deleted: false });
+    this.ctx.states.set(op.resourceId, { id: op.resourceId, userId: row.userId, parentId: row.parentId, type: row.type, deleted: false, rev: 1 });
     // Marked now so a repeat of the opId later in the batch is a duplicate; undone if the group fails.
     this.processed.add(op.opId);
     this.pending.push({ op, row });
@@ -148,7 +152,7 @@ class BatchRun {
       outcome = await applyOp(op, this.ctx, now);
     } catch (err) {
       if (!isStopping(err)) throw err;
-      this.failed = { ...op.echo, error: err.toBody() };
+      this.failed = { ...op.echo, error: err.toBody(), rev: revOf(this.ctx, op.resourceId) };
       return false;
     }
     this.record(op, outcome, now);
@@ -158,7 +162,7 @@ class BatchRun {
   private record(op: ParsedOp, outcome: OpOutcome, now: Date): void {
     this.processed.add(op.opId);
     this.traces.push(traceOf(op, this.input, now));
-    this.applied.push({ ...op.echo, outcome });
+    this.applied.push({ ...op.echo, outcome, rev: revOf(this.ctx, op.resourceId) });
   }
 }
 
@@ -166,7 +170,7 @@ function isStopping(err: unknown): err is AppError {
   return isAppError(err) && STOPPING.has(err.code);
 }
 
-function createRow(op: CreateOp, userId: string, now: Date, changeSeq: number): NewResource {
+function createRow(op: CreateOp, userId: string, now: Date, change: ChangeStamp): NewResource {
   const c = op.create;
   const isFile = c.resourceType === 'file';
   return {
@@ -181,13 +185,19 @@ function createRow(op: CreateOp, userId: string, now: Date, changeSeq: number): 
     storageKey: null,
     contentSha256: null,
     createdAt: now,
-    changeSeq,
+    change,
   };
 }
 
-function namedIds(ops: ParsedOp[]): string[] {
+/** Every resource the batch names, a malformed op's well-formed resourceId included (its rev is reported). */
+function namedIds(parsed: OpParseResult[]): string[] {
   const ids = new Set<string>();
-  for (const op of ops) {
+  for (const result of parsed) {
+    if (!result.ok) {
+      if (isId(result.echo.resourceId)) ids.add(result.echo.resourceId);
+      continue;
+    }
+    const op = result.op;
     if (op.resourceId) ids.add(op.resourceId);
     if (op.type === 'create' && op.create.parentId) ids.add(op.create.parentId);
     if (op.type === 'move' && op.parentId) ids.add(op.parentId);
@@ -207,6 +217,25 @@ function traceOf(op: ParsedOp, input: BatchInput, now: Date): OperationTrace {
     payload: op.tracePayload,
     createdAt: now,
   };
+}
+
+/** The rev of the caller's resource of that id (active or deleted), null when the caller has none. */
+function revOf(ctx: BatchContext, id: string | null): ResultRev {
+  const state = id === null ? undefined : ctx.states.get(id);
+  return state && state.userId === ctx.userId ? state.rev : null;
+}
+
+/**
+ * Refuses an op whose baseRev is not the resource's rev, when the caller has that resource (active or
+ * deleted). One the caller never had is left to the op's own rule (a no-op).
+ */
+function checkBaseRev(ctx: BatchContext, op: ParsedOp & { baseRev?: number }): void {
+  if (op.baseRev === undefined || op.resourceId === null) return;
+  const state = ctx.states.get(op.resourceId);
+  if (!state || state.userId !== ctx.userId || state.rev === op.baseRev) return;
+  throw new AppError('PRECONDITION_FAILED', `baseRev is ${op.baseRev} but the resource is at rev ${state.rev}`, {
+    details: { rev: state.rev, deleted: state.deleted },
+  });
 }
 
 /** The caller's active resource of that id, or undefined (absent, deleted or another user's). */
@@ -236,17 +265,21 @@ async function applyOp(op: ParsedOp, ctx: BatchContext, now: Date): Promise<OpOu
       requireTargetFolder(ctx, op.create.parentId);
       const row = createRow(op, userId, now, clock.next());
       await resources.insert(row);
-      states.set(op.resourceId, { id: op.resourceId, userId, parentId: row.parentId, type: row.type, deleted: false });
+      states.set(op.resourceId, { id: op.resourceId, userId, parentId: row.parentId, type: row.type, deleted: false, rev: 1 });
       return 'applied';
     }
 
     case 'update': {
-      if (!ownedActive(ctx, op.resourceId)) return 'noop';
+      checkBaseRev(ctx, op);
+      const state = ownedActive(ctx, op.resourceId);
+      if (!state) return 'noop';
       await resources.rename(userId, op.resourceId, op.name, now, clock.next());
+      state.rev++;
       return 'applied';
     }
 
     case 'move': {
+      checkBaseRev(ctx, op);
       const state = ownedActive(ctx, op.resourceId);
       if (!state) return 'noop';
       requireTargetFolder(ctx, op.parentId);
@@ -255,19 +288,26 @@ async function applyOp(op: ParsedOp, ctx: BatchContext, now: Date): Promise<OpOu
       }
       await resources.move(userId, op.resourceId, op.parentId, now, clock.next());
       state.parentId = op.parentId;
+      state.rev++;
       return 'applied';
     }
 
     case 'delete': {
+      checkBaseRev(ctx, op);
       const state = ownedActive(ctx, op.resourceId);
       if (!state) return 'noop';
       if (state.type === 'file') {
         await resources.softDeleteFile(userId, op.resourceId, now, clock.next());
         state.deleted = true;
+        state.rev++;
       } else {
+        // Every active resource of the subtree (the folder included) is deleted with rev + 1.
         for (const id of await resources.softDeleteTree(userId, op.resourceId, now, clock.next())) {
           const s = states.get(id);
-          if (s) s.deleted = true;
+          if (s && !s.deleted) {
+            s.deleted = true;
+            s.rev++;
+          }
         }
       }
       return 'applied';

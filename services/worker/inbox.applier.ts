@@ -89,7 +89,7 @@ export class InboxApplier {
     };
     try {
       done = await this.owners.run(
-        data.userId,
+        { userId: data.userId, deviceId: data.deviceId },
         async (trx, clock) => {
           const inbox = new InboxRepository(trx);
           // Locked with the owner's row; without an owner row, looked up on their own as before.

@@ -19,6 +19,7 @@ interface LookupRow {
   parent_id: string | null;
   type: ResourceType | null;
   deleted_at: Date | null;
+  rev: number | null;
   operation_id: string | number | null;
 }
 
@@ -39,15 +40,15 @@ export class BatchLookupRepository {
       };
     }
     const [rows] = (await this.db.raw(
-      'SELECT id, user_id, parent_id, type, deleted_at, NULL AS operation_id FROM resources WHERE id IN (?) ' +
-        'UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, operation_id FROM operation_traces WHERE device_id = ? AND operation_id IN (?)',
+      'SELECT id, user_id, parent_id, type, deleted_at, rev, NULL AS operation_id FROM resources WHERE id IN (?) ' +
+        'UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, operation_id FROM operation_traces WHERE device_id = ? AND operation_id IN (?)',
       [resourceIds, deviceId, opIds],
     )) as [LookupRow[]];
     const processed = new Set<string>();
     const states = new Map<string, ResourceState>();
     for (const r of rows) {
       if (r.operation_id !== null) processed.add(String(r.operation_id));
-      else if (r.id !== null) states.set(r.id, { id: r.id, userId: r.user_id!, parentId: r.parent_id, type: r.type!, deleted: r.deleted_at !== null });
+      else if (r.id !== null) states.set(r.id, { id: r.id, userId: r.user_id!, parentId: r.parent_id, type: r.type!, deleted: r.deleted_at !== null, rev: Number(r.rev) });
     }
     return { processed, states };
   }

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { changeColumns, type ChangeStamp } from './owner.transaction';
 
 /** Longest IN list sent in one statement. */
 const CHUNK = 1000;
@@ -55,10 +56,10 @@ export class ContentRepository {
    * without content (no sha256, size 0), as one created by a sync op. Only while it still points at
    * `storageKey`, so content replaced meanwhile is left alone. A change like any other: rev, feed.
    */
-  async clearContent(userId: string, id: string, storageKey: string, now: Date, seq: number): Promise<boolean> {
+  async clearContent(userId: string, id: string, storageKey: string, now: Date, stamp: ChangeStamp): Promise<boolean> {
     const n = await this.db('resources')
       .where({ user_id: userId, id, storage_key: storageKey })
-      .update({ storage_key: null, size_bytes: 0, content_sha256: null, updated_at: now, change_seq: seq, rev: this.db.raw('rev + 1') });
+      .update({ storage_key: null, size_bytes: 0, content_sha256: null, ...changeColumns(this.db, now, stamp) });
     return n > 0;
   }
 }

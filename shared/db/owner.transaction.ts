@@ -2,10 +2,27 @@ import type { Knex } from 'knex';
 import { DerivedData } from './derived.hooks';
 import type { Db } from './knex';
 
+/** `deviceId` of a change no device made (the scheduled purge, an operator's repair). */
+export const NO_DEVICE = '';
+
+/** Whose tree a transaction changes, and which device's request changes it (NO_DEVICE: none). */
+export interface ChangeAuthor {
+  userId: string;
+  deviceId: string;
+}
+
+/** What every change of a resource records: its feed position and the device that made it. */
+export interface ChangeStamp {
+  seq: number;
+  deviceId: string;
+}
+
 /**
  * Positions in one owner's change feed. They are handed out while the owner's row is locked, so the
  * transaction that takes position n commits before any transaction can take n + 1: a reader that has
- * seen n + 1 has necessarily been able to see n, whatever the clocks of the machines say.
+ * seen n + 1 has necessarily been able to see n, whatever the clocks of the machines say. Each
+ * position comes stamped with the device of the transaction, so no write path can record a change
+ * without saying who made it.
  */
 export class ChangeClock {
   private last: number;
@@ -13,13 +30,14 @@ export class ChangeClock {
   constructor(
     readonly userId: string,
     private readonly start: number,
+    readonly deviceId: string,
   ) {
     this.last = start;
   }
 
   /** The next position; each change of the transaction (an op, an upload, a delete) takes one. */
-  next(): number {
-    return ++this.last;
+  next(): ChangeStamp {
+    return { seq: ++this.last, deviceId: this.deviceId };
   }
 
   get advanced(): boolean {
@@ -32,12 +50,12 @@ export class ChangeClock {
 }
 
 /**
- * The columns every change of a resource writes besides its own: the time, the next revision and the
- * feed position the change took from its transaction's clock. Every write path spreads it into its
- * UPDATE, so none can forget the feed.
+ * The columns every change of a resource writes besides its own: the time, the next revision, the
+ * feed position the change took from its transaction's clock and the device that made it. Every
+ * write path spreads it into its UPDATE, so none can forget the feed or its author.
  */
-export function changeColumns(db: Knex | Knex.Transaction, now: Date, seq: number) {
-  return { updated_at: now, change_seq: seq, rev: db.raw('rev + 1') };
+export function changeColumns(db: Knex | Knex.Transaction, now: Date, stamp: ChangeStamp) {
+  return { updated_at: now, change_seq: stamp.seq, change_device_id: stamp.deviceId, rev: db.raw('rev + 1') };
 }
 
 /** Told after a commit that changed an owner's tree, so held change-feed requests wake up. */
@@ -79,12 +97,17 @@ export class OwnerTransactions {
     private readonly notifier: ChangeNotifier = silentNotifier,
   ) {}
 
-  async run<T>(userId: string, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>, options: OwnerRunOptions<T> = {}): Promise<T> {
+  /**
+   * Runs `work` as a change of `author.userId`'s tree made by `author.deviceId` (NO_DEVICE when no
+   * device's request made it): every feed position the work takes records that device.
+   */
+  async run<T>(author: ChangeAuthor, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>, options: OwnerRunOptions<T> = {}): Promise<T> {
+    const { userId, deviceId } = author;
     let clock: ChangeClock | undefined;
     const result = await this.db.transaction(async (trx) => {
       if (options.begun) await options.begun(trx);
       const position = options.lockOwner ? await options.lockOwner(trx) : await lockOwnerRow(trx, userId);
-      clock = new ChangeClock(userId, position ?? 0);
+      clock = new ChangeClock(userId, position ?? 0, deviceId);
       const derived = DerivedData.deferWithin(trx);
       const value = await work(trx, clock);
       await derived.flush();

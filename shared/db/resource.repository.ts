@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { DerivedData } from './derived.hooks';
 import { translateResourceWriteError } from './errors';
-import { changeColumns } from './owner.transaction';
+import { changeColumns, type ChangeStamp } from './owner.transaction';
 import { TreeRepository } from './tree.repository';
 
 export type ResourceType = 'file' | 'folder';
@@ -24,9 +24,12 @@ export interface ResourceRecord {
   rev: number;
   /** Position of the latest change in the owner's change feed. */
   changeSeq: number;
+  /** The device whose request made the latest change; '' when none did (a scheduled purge). */
+  changeDeviceId: string;
 }
 
-export type NewResource = Omit<ResourceRecord, 'updatedAt' | 'deletedAt' | 'rev'>;
+/** A resource to insert; its first change is stamped by the transaction's clock. */
+export type NewResource = Omit<ResourceRecord, 'updatedAt' | 'deletedAt' | 'rev' | 'changeSeq' | 'changeDeviceId'> & { change: ChangeStamp };
 
 /** New content of a file, already in place on disk under `storageKey`. */
 export interface ContentChange {
@@ -44,6 +47,7 @@ export interface ResourceState {
   parentId: string | null;
   type: ResourceType;
   deleted: boolean;
+  rev: number;
 }
 
 export type FileSortColumn = 'created_at' | 'updated_at' | 'size_bytes';
@@ -85,6 +89,7 @@ export interface ResourceRow {
   deleted_at: Date | null;
   rev: number;
   change_seq: string | number;
+  change_device_id: string;
 }
 
 export const COLUMNS = [
@@ -103,6 +108,7 @@ export const COLUMNS = [
   'deleted_at',
   'rev',
   'change_seq',
+  'change_device_id',
 ];
 
 export const toRecord = (row: ResourceRow): ResourceRecord => ({
@@ -121,6 +127,7 @@ export const toRecord = (row: ResourceRow): ResourceRecord => ({
   deletedAt: row.deleted_at,
   rev: Number(row.rev),
   changeSeq: Number(row.change_seq),
+  changeDeviceId: row.change_device_id,
 });
 
 /** Longest IN list sent in one statement. */
@@ -175,7 +182,8 @@ export class ResourceRepository {
           content_sha256: r.contentSha256,
           created_at: r.createdAt,
           updated_at: r.createdAt,
-          change_seq: r.changeSeq,
+          change_seq: r.change.seq,
+          change_device_id: r.change.deviceId,
         })),
       );
     } catch (err) {
@@ -186,32 +194,32 @@ export class ResourceRepository {
     }
   }
 
-  async rename(userId: string, id: string, name: string, now: Date, seq: number): Promise<boolean> {
+  async rename(userId: string, id: string, name: string, now: Date, stamp: ChangeStamp): Promise<boolean> {
     try {
-      const update = () => this.active(userId).andWhere({ id }).update({ name, ...changeColumns(this.db, now, seq) });
+      const update = () => this.active(userId).andWhere({ id }).update({ name, ...changeColumns(this.db, now, stamp) });
       return (await this.derived.renaming(userId, [id], update)) > 0;
     } catch (err) {
       translateResourceWriteError(err);
     }
   }
 
-  async move(userId: string, id: string, parentId: string | null, now: Date, seq: number): Promise<boolean> {
+  async move(userId: string, id: string, parentId: string | null, now: Date, stamp: ChangeStamp): Promise<boolean> {
     try {
-      const update = () => this.active(userId).andWhere({ id }).update({ parent_id: parentId, ...changeColumns(this.db, now, seq) });
+      const update = () => this.active(userId).andWhere({ id }).update({ parent_id: parentId, ...changeColumns(this.db, now, stamp) });
       return (await this.derived.moving(userId, [id], update)) > 0;
     } catch (err) {
       translateResourceWriteError(err);
     }
   }
 
-  async softDeleteFile(userId: string, id: string, now: Date, seq: number): Promise<boolean> {
+  async softDeleteFile(userId: string, id: string, now: Date, stamp: ChangeStamp): Promise<boolean> {
     await this.derived.deactivating(userId, [id]);
-    const n = await this.active(userId).andWhere({ id, type: 'file' }).update({ deleted_at: now, ...changeColumns(this.db, now, seq) });
+    const n = await this.active(userId).andWhere({ id, type: 'file' }).update({ deleted_at: now, ...changeColumns(this.db, now, stamp) });
     return n > 0;
   }
 
   /** Points an active file at new content; the caller removes the old bytes once this commits. */
-  async replaceContent(userId: string, id: string, content: ContentChange, now: Date, seq: number): Promise<boolean> {
+  async replaceContent(userId: string, id: string, content: ContentChange, now: Date, stamp: ChangeStamp): Promise<boolean> {
     const n = await this.active(userId)
       .andWhere({ id, type: 'file' })
       .update({
@@ -220,7 +228,7 @@ export class ResourceRepository {
         content_sha256: content.contentSha256,
         mime_type: content.mimeType,
         extension: content.extension,
-        ...changeColumns(this.db, now, seq),
+        ...changeColumns(this.db, now, stamp),
       });
     return n > 0;
   }
@@ -229,11 +237,11 @@ export class ResourceRepository {
    * Soft-deletes a resource and, for a folder, every active descendant, all with the same timestamp.
    * The walk has no depth limit (see TreeRepository); returns the ids it deleted.
    */
-  async softDeleteTree(userId: string, rootId: string, now: Date, seq: number): Promise<string[]> {
+  async softDeleteTree(userId: string, rootId: string, now: Date, stamp: ChangeStamp): Promise<string[]> {
     const all = await new TreeRepository(this.db).activeSubtree(userId, rootId);
     await this.derived.deactivating(userId, all);
     for (let i = 0; i < all.length; i += CHUNK) {
-      await this.active(userId).whereIn('id', all.slice(i, i + CHUNK)).update({ deleted_at: now, ...changeColumns(this.db, now, seq) });
+      await this.active(userId).whereIn('id', all.slice(i, i + CHUNK)).update({ deleted_at: now, ...changeColumns(this.db, now, stamp) });
     }
     return all;
   }
@@ -249,15 +257,16 @@ export class ResourceRepository {
     for (let i = 0; i < ids.length; i += CHUNK) {
       const rows = await this.db('resources')
         .whereIn('id', ids.slice(i, i + CHUNK))
-        .select<{ id: string; user_id: string; parent_id: string | null; type: ResourceType; deleted_at: Date | null }[]>(
+        .select<{ id: string; user_id: string; parent_id: string | null; type: ResourceType; deleted_at: Date | null; rev: number }[]>(
           'id',
           'user_id',
           'parent_id',
           'type',
           'deleted_at',
+          'rev',
         );
       for (const r of rows) {
-        states.set(r.id, { id: r.id, userId: r.user_id, parentId: r.parent_id, type: r.type, deleted: r.deleted_at !== null });
+        states.set(r.id, { id: r.id, userId: r.user_id, parentId: r.parent_id, type: r.type, deleted: r.deleted_at !== null, rev: Number(r.rev) });
       }
     }
     return states;

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { translateResourceWriteError } from './errors';
 import { DerivedData } from './derived.hooks';
-import { changeColumns } from './owner.transaction';
+import { changeColumns, type ChangeStamp } from './owner.transaction';
 import { COLUMNS, toRecord, type PageResult, type ResourceRecord, type ResourceRow } from './resource.repository';
 
 /** Longest IN list sent in one statement. */
@@ -94,11 +94,11 @@ export class TrashRepository {
    * Makes `rootId` (moved to `parentId`) and `others` active again. A restored name that an active
    * sibling holds breaks the sibling-name key: NAME_CONFLICT, and the caller's transaction undoes all.
    */
-  async restore(userId: string, rootId: string, parentId: string | null, others: string[], now: Date, seq: number): Promise<void> {
+  async restore(userId: string, rootId: string, parentId: string | null, others: string[], now: Date, stamp: ChangeStamp): Promise<void> {
     try {
-      await this.inTrash(userId).andWhere({ id: rootId }).update({ deleted_at: null, parent_id: parentId, ...changeColumns(this.db, now, seq) });
+      await this.inTrash(userId).andWhere({ id: rootId }).update({ deleted_at: null, parent_id: parentId, ...changeColumns(this.db, now, stamp) });
       for (let i = 0; i < others.length; i += CHUNK) {
-        await this.inTrash(userId).whereIn('id', others.slice(i, i + CHUNK)).update({ deleted_at: null, ...changeColumns(this.db, now, seq) });
+        await this.inTrash(userId).whereIn('id', others.slice(i, i + CHUNK)).update({ deleted_at: null, ...changeColumns(this.db, now, stamp) });
       }
     } catch (err) {
       translateResourceWriteError(err);
@@ -113,9 +113,9 @@ export class TrashRepository {
    * `deletedBefore` limits it to resources deleted before then (the retention job re-checks under lock).
    * The feed position is taken only when something is purged.
    */
-  async purge(userId: string, ids: string[], now: Date, nextSeq: () => number, deletedBefore?: Date): Promise<PurgedEntry[]> {
+  async purge(userId: string, ids: string[], now: Date, nextStamp: () => ChangeStamp, deletedBefore?: Date): Promise<PurgedEntry[]> {
     const purged: PurgedEntry[] = [];
-    let seq: number | undefined;
+    let stamp: ChangeStamp | undefined;
     for (let i = 0; i < ids.length; i += CHUNK) {
       const matching = () => {
         const q = this.inTrash(userId).whereIn('id', ids.slice(i, i + CHUNK));
@@ -124,13 +124,13 @@ export class TrashRepository {
       };
       const rows = await matching().forUpdate().select<{ id: string; storage_key: string | null }[]>('id', 'storage_key');
       if (rows.length === 0) continue;
-      seq ??= nextSeq();
+      stamp ??= nextStamp();
       await this.inTrash(userId)
         .whereIn(
           'id',
           rows.map((r) => r.id),
         )
-        .update({ purged_at: now, storage_key: null, ...changeColumns(this.db, now, seq) });
+        .update({ purged_at: now, storage_key: null, ...changeColumns(this.db, now, stamp) });
       for (const r of rows) purged.push({ id: r.id, storageKey: r.storage_key });
     }
     return purged;

@@ -1,4 +1,4 @@
-import type { OwnerTransactions } from '../db/owner.transaction';
+import { NO_DEVICE, type ChangeAuthor, type OwnerTransactions } from '../db/owner.transaction';
 import type { PurgedEntry, TrashRepository } from '../db/trash.repository';
 import type { Logger } from '../logger';
 import { removeContent } from './content.files';
@@ -27,8 +27,9 @@ export class TrashPurger {
   ) {}
 
   /** Purges one resource of the owner's trash and, for a folder, what was deleted with it. False when it is not in the trash. */
-  async purgeTree(userId: string, id: string): Promise<boolean> {
-    const purged = await this.owners.run(userId, async (trx, clock) => {
+  async purgeTree(author: ChangeAuthor, id: string): Promise<boolean> {
+    const { userId } = author;
+    const purged = await this.owners.run(author, async (trx, clock) => {
       const repo = this.trash.withTransaction(trx);
       const root = await repo.findForUpdate(userId, id);
       if (!root) return undefined;
@@ -54,7 +55,8 @@ export class TrashPurger {
       for (const entry of due) byOwner.set(entry.userId, [...(byOwner.get(entry.userId) ?? []), entry.id]);
       let progressed = false;
       for (const [userId, ids] of byOwner) {
-        const purged = await this.owners.run(userId, (trx, clock) => {
+        // No device's request: the feed shows these purges with deviceId "".
+        const purged = await this.owners.run({ userId, deviceId: NO_DEVICE }, (trx, clock) => {
           const repo = this.trash.withTransaction(trx);
           return repo.purge(userId, ids, new Date(), () => clock.next(), cutoff);
         });

@@ -51,12 +51,22 @@ export interface SyncDoneMessage {
 
 export type OpOutcome = 'applied' | 'noop' | 'duplicate';
 
+/**
+ * The resource's rev right after the op (for a duplicate, its rev now); null when the op names no
+ * resource or the resource does not exist for the caller. A client that records it recognises its
+ * own change when the feed brings it back.
+ */
+export type ResultRev = number | null;
+
 export interface AppliedOp extends OpEcho {
   outcome: OpOutcome;
+  rev: ResultRev;
 }
 
 export interface FailedOp extends OpEcho {
   error: ErrorBody;
+  /** The rev as of the failure, with the same rule as AppliedOp.rev. */
+  rev: ResultRev;
 }
 
 export interface SyncJobResult {
@@ -102,7 +112,8 @@ const echoJson = (e: OpEcho) => ({
 /** The HTTP response body of a batch, with every opId echoed exactly as it was sent. */
 export function renderSyncResult(result: SyncJobResult): string {
   return stringifyLossless({
-    applied: result.applied.map((a) => ({ ...echoJson(a), outcome: a.outcome })),
-    failed: result.failed === null ? null : { ...echoJson(result.failed), error: result.failed.error },
+    // `?? null`: results stored before revisions were reported have none.
+    applied: result.applied.map((a) => ({ ...echoJson(a), outcome: a.outcome, rev: a.rev ?? null })),
+    failed: result.failed === null ? null : { ...echoJson(result.failed), rev: result.failed.rev ?? null, error: result.failed.error },
   });
 }

@@ -26,10 +26,15 @@ interface OpBase {
 
 export type ParsedOp =
   | (OpBase & { type: 'create'; resourceId: string; create: CreatePayload })
-  | (OpBase & { type: 'update'; resourceId: string; name: string })
-  | (OpBase & { type: 'move'; resourceId: string; parentId: string | null })
-  | (OpBase & { type: 'delete'; resourceId: string })
+  | (OpBase & Conditional & { type: 'update'; resourceId: string; name: string })
+  | (OpBase & Conditional & { type: 'move'; resourceId: string; parentId: string | null })
+  | (OpBase & Conditional & { type: 'delete'; resourceId: string })
   | (OpBase & { type: 'share' | 'share_link' });
+
+/** An op that may name the rev its client last saw: it applies only while the resource is still at it. */
+interface Conditional {
+  baseRev?: number;
+}
 
 export interface CreatePayload {
   resourceType: 'file' | 'folder';
@@ -87,6 +92,18 @@ function parseCreate(payload: Record<string, unknown>): CreatePayload {
 }
 
 /**
+ * The op's `baseRev`: a positive integer, or undefined when absent. Read from the op itself, or from
+ * its payload when the op has none there (clients disagree on where conditions go).
+ */
+function parseBaseRev(raw: Record<string, unknown>, payload: Record<string, unknown>): Conditional {
+  const value = raw.baseRev !== undefined ? raw.baseRev : payload.baseRev;
+  if (value === undefined) return {};
+  const n = isLosslessNumber(value) ? Number(value.value) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1) throw invalid('baseRev must be a positive integer (the rev the client last saw)');
+  return { baseRev: n };
+}
+
+/**
  * Validates one op of a batch. Never throws: a malformed op becomes an error result, reported at its
  * place in the batch with whatever of it can be echoed.
  */
@@ -125,12 +142,12 @@ export function parseOp(raw: unknown): OpParseResult {
       case 'create':
         return { ok: true, op: { ...base, type, resourceId, create: parseCreate(payload) } };
       case 'update':
-        return { ok: true, op: { ...base, type, resourceId, name: normalizeName(payload.name, 'payload.name') } };
+        return { ok: true, op: { ...base, type, resourceId, name: normalizeName(payload.name, 'payload.name'), ...parseBaseRev(raw, payload) } };
       case 'move':
         if (!('parentId' in payload)) throw invalid('payload.parentId is required for move (null for the root)');
-        return { ok: true, op: { ...base, type, resourceId, parentId: optionalParentId(payload.parentId) } };
+        return { ok: true, op: { ...base, type, resourceId, parentId: optionalParentId(payload.parentId), ...parseBaseRev(raw, payload) } };
       default:
-        return { ok: true, op: { ...base, type: 'delete', resourceId } };
+        return { ok: true, op: { ...base, type: 'delete', resourceId, ...parseBaseRev(raw, payload) } };
     }
   } catch (err) {
     return { ok: false, echo, error: err as AppError };

@@ -22,6 +22,9 @@ const WRITE_BUFFER = 1024 * 1024;
 /** Hash states kept for uploads in progress on this gateway; beyond this the oldest is dropped (and hashed from disk later). */
 const MAX_HASH_STATES = 10_000;
 
+/** Told when an upload leaves the store (finished, terminated) or its creation failed, with its metadata. */
+export type UploadGone = (id: string, metadata: Upload['metadata']) => Promise<void>;
+
 interface HashState {
   hash: Hash;
   offset: number;
@@ -40,9 +43,22 @@ export class TusStore extends FileStore {
   /** Uploads completed by their creation request, until it has answered (see `holdCompleted`). */
   private readonly completed = new Map<string, Upload>();
 
-  constructor(uploadDir: string, expiryMs: number) {
+  constructor(
+    uploadDir: string,
+    expiryMs: number,
+    private readonly gone?: UploadGone,
+  ) {
     super({ directory: tusDirectory(uploadDir), expirationPeriodInMilliseconds: expiryMs });
     this.extensions = ['creation', 'creation-with-upload', 'termination', 'expiration'];
+  }
+
+  override async create(upload: Upload): Promise<Upload> {
+    try {
+      return await super.create(upload);
+    } catch (err) {
+      await this.gone?.(upload.id, upload.metadata).catch(() => undefined);
+      throw err;
+    }
   }
 
   /**
@@ -105,7 +121,10 @@ export class TusStore extends FileStore {
   /** Termination: removes the bytes and the info, whichever of them is still there. */
   override async remove(id: string): Promise<void> {
     this.hashes.delete(id);
+    const info = this.gone ? await this.configstore.get(id).catch(() => undefined) : undefined;
     await Promise.all([fs.rm(this.bytesPath(id), { force: true }), fs.rm(path.join(this.directory, `${id}.json`), { force: true })]);
+    // Best effort: what is not told here leaves the count when it would have expired.
+    if (info) await this.gone?.(id, info.metadata).catch(() => undefined);
   }
 
   /**

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { ChangeRepository, FEED_START, type FeedPosition } from '../../shared/db/change.repository';
-import { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { NO_DEVICE, OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ResourceRepository } from '../../shared/db/resource.repository';
 import { newId } from '../../shared/ids';
 import { createLogger } from '../../shared/logger';
@@ -123,10 +123,10 @@ export async function runChanges(ctx: BenchContext): Promise<ScenarioReport> {
   for (let round = 0; round < rounds; round++) {
     const user = users[round % users.length]!;
     const mine = held.filter((h) => h.user === user);
-    await owners.run(user.userId, async (trx, clock) => {
+    await owners.run({ userId: user.userId, deviceId: NO_DEVICE }, async (trx, clock) => {
       await new ResourceRepository(trx).insert({
         id: newId(), userId: user.userId, parentId: null, type: 'folder', name: `wake-${round}`, sizeBytes: 0, mimeType: null,
-        extension: null, storageKey: null, contentSha256: null, createdAt: new Date(), changeSeq: clock.next(),
+        extension: null, storageKey: null, contentSha256: null, createdAt: new Date(), change: clock.next(),
       });
     });
     const committedAt = Number(process.hrtime.bigint()) / 1e6;

@@ -52,6 +52,7 @@ function resultTemplate(size: number): SyncJobResult {
       type: 'create',
       resourceId: randomBytes(16).toString('hex'),
       outcome: 'applied' as const,
+      rev: 1,
     })),
     failed: null,
   };

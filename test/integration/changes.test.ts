@@ -1,5 +1,5 @@
 import IORedis from 'ioredis';
-import { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { NO_DEVICE, OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ResourceRepository } from '../../shared/db/resource.repository';
 import { newId } from '../../shared/ids';
 import { Api } from '../support/client';
@@ -95,7 +95,7 @@ describe('revisions', () => {
 
 describe('the change feed', () => {
   test('without a cursor it lists the active resources in commit order, in the Change shape, leaving out deleted ones', async () => {
-    const { api } = await newUser();
+    const { api, deviceId } = await newUser();
     const [folder, file, gone] = [newId(), newId(), newId()];
     await sync(api, [createFolder(folder, 'docs')]);
     await sync(api, [createFile(file, 'n.txt', folder), createFile(gone, 'gone.txt')]);
@@ -105,8 +105,8 @@ describe('the change feed', () => {
 
     expect(page.hasMore).toBe(false);
     expect(page.items).toEqual([
-      { id: folder, type: 'folder', name: 'docs', parentId: '', deleted: false, rev: 1, updatedAt: expect.stringMatching(ISO_MS) },
-      { id: file, type: 'file', name: 'n.txt', parentId: folder, deleted: false, rev: 1, updatedAt: expect.stringMatching(ISO_MS), size: 3, mimeType: 'text/plain' },
+      { id: folder, type: 'folder', name: 'docs', parentId: '', deleted: false, rev: 1, updatedAt: expect.stringMatching(ISO_MS), deviceId },
+      { id: file, type: 'file', name: 'n.txt', parentId: folder, deleted: false, rev: 1, updatedAt: expect.stringMatching(ISO_MS), size: 3, mimeType: 'text/plain', deviceId },
     ]);
     expect(typeof page.cursor).toBe('string');
   });
@@ -282,10 +282,10 @@ describe('long poll', () => {
     await new Promise((r) => setTimeout(r, 300));
     // A change whose notification is lost: committed without telling anyone.
     const id = newId();
-    await new OwnerTransactions(env.db).run(userId, (trx, clock) =>
+    await new OwnerTransactions(env.db).run({ userId, deviceId: NO_DEVICE }, (trx, clock) =>
       new ResourceRepository(trx).insert({
         id, userId, parentId: null, type: 'folder', name: 'unannounced', sizeBytes: 0, mimeType: null,
-        extension: null, storageKey: null, contentSha256: null, createdAt: new Date(), changeSeq: clock.next(),
+        extension: null, storageKey: null, contentSha256: null, createdAt: new Date(), change: clock.next(),
       }),
     );
     const started = Date.now();

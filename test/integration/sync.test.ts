@@ -55,8 +55,8 @@ describe('applying a batch', () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       applied: [
-        { opId: ops[0]!.opId, type: 'create', resourceId: f, outcome: 'applied' },
-        { opId: ops[1]!.opId, type: 'create', resourceId: x, outcome: 'applied' },
+        { opId: ops[0]!.opId, type: 'create', resourceId: f, outcome: 'applied', rev: 1 },
+        { opId: ops[1]!.opId, type: 'create', resourceId: x, outcome: 'applied', rev: 1 },
       ],
       failed: null,
     });
@@ -222,11 +222,12 @@ describe('stopping at the first failure', () => {
 
     const res = await send(ops);
 
-    expect(res.body.applied).toEqual([{ opId: ops[0]!.opId, type: 'create', resourceId: a, outcome: 'applied' }]);
+    expect(res.body.applied).toEqual([{ opId: ops[0]!.opId, type: 'create', resourceId: a, outcome: 'applied', rev: 1 }]);
     expect(res.body.failed).toEqual({
       opId: ops[1]!.opId,
       type: 'create',
       resourceId: b,
+      rev: null,
       error: { code: 'NAME_CONFLICT', message: expect.any(String) },
     });
     expect(await row(a)).toBeDefined();

@@ -74,6 +74,6 @@ describe('If-Match / If-None-Match on content', () => {
     [hex, { ifNoneMatch: '"other"' }, 'none'],
     [hex, {}, 'none'],
   ])('content %s with %j: %s', (current, conditions, expected) => {
-    expect(code(() => checkContentConditions(current, conditions))).toBe(expected);
+    expect(code(() => checkContentConditions({ rev: 3, contentSha256: current }, conditions))).toBe(expected);
   });
 });

@@ -19,6 +19,7 @@ export function toChangeView(r: ResourceRecord) {
     deleted: r.deletedAt !== null,
     rev: r.rev,
     updatedAt: r.updatedAt.toISOString(),
+    deviceId: r.changeDeviceId,
   };
   if (r.type === 'file') {
     view.size = r.sizeBytes;

@@ -63,7 +63,7 @@ export class ContentService {
   async checkBeforeUpload(userId: string, fileId: string, conditions: ContentConditions): Promise<void> {
     const file = isId(fileId) ? await this.resources.findActive(userId, fileId, 'file') : undefined;
     if (!file) throw notFound('no such file');
-    checkContentConditions(file.contentSha256, conditions);
+    checkContentConditions(file, conditions);
   }
 
   /**
@@ -86,11 +86,11 @@ export class ContentService {
         throw invalid('the content does not match the digest declared for it');
       }
       const now = new Date();
-      const record = await this.owners.run(userId, async (trx, clock) => {
+      const record = await this.owners.run({ userId, deviceId }, async (trx, clock) => {
         const repo = this.resources.withTransaction(trx);
         const file = await repo.findActive(userId, fileId, 'file');
         if (!file) throw notFound('no such file');
-        checkContentConditions(file.contentSha256, input);
+        checkContentConditions(file, input);
         const extension = extensionOf(file.name);
         const content: ContentChange = {
           storageKey: newStorageKey(deviceId, file, extension),
@@ -99,8 +99,8 @@ export class ContentService {
           mimeType: contentMimeType(input.declaredType, file),
           extension,
         };
-        const seq = clock.next();
-        if (!(await repo.replaceContent(userId, fileId, content, now, seq))) throw notFound('no such file');
+        const stamp = clock.next();
+        if (!(await repo.replaceContent(userId, fileId, content, now, stamp))) throw notFound('no such file');
         const target = path.join(this.uploadDir, content.storageKey);
         await fs.mkdir(path.dirname(target), { recursive: true });
         await fs.rename(staged.path, target);
@@ -115,7 +115,8 @@ export class ContentService {
           extension,
           updatedAt: now,
           rev: file.rev + 1,
-          changeSeq: seq,
+          changeSeq: stamp.seq,
+          changeDeviceId: stamp.deviceId,
         };
       });
       placed = undefined;

@@ -28,25 +28,34 @@ function entityTags(header: string): EntityTag[] | '*' {
   return tags;
 }
 
+/** What a content precondition is checked against: the file's rev and its content's SHA-256 (null: none yet). */
+export interface ContentState {
+  rev: number;
+  contentSha256: string | null;
+}
+
 /**
- * Throws PRECONDITION_FAILED unless the conditions hold for a file whose current content has SHA-256
- * `current` (null: no content yet). The ETag of content is its quoted SHA-256, so "the file's content
- * is that one" is a strong comparison of the hash.
+ * Throws PRECONDITION_FAILED unless the conditions hold for a file in state `file`. The ETag of
+ * content is its quoted SHA-256, so "the file's content is that one" is a strong comparison of the
+ * hash. The error's details give the current rev and SHA-256, so a client can resolve the conflict
+ * without asking again.
  */
-export function checkContentConditions(current: string | null, conditions: ContentConditions): void {
+export function checkContentConditions(file: ContentState, conditions: ContentConditions): void {
   const { ifMatch, ifNoneMatch } = conditions;
+  const current = file.contentSha256;
+  const details = { rev: file.rev, sha256: current };
   if (ifMatch !== undefined) {
     const tags = entityTags(ifMatch);
     const holds = current !== null && (tags === '*' || tags.some((t) => !t.weak && t.opaque === current));
     if (!holds) {
-      throw preconditionFailed(current === null ? 'If-Match: the file has no content yet' : 'If-Match: the file\'s content has changed');
+      throw preconditionFailed(current === null ? 'If-Match: the file has no content yet' : 'If-Match: the file\'s content has changed', details);
     }
   }
   if (ifNoneMatch !== undefined && current !== null) {
     const tags = entityTags(ifNoneMatch);
     // If-None-Match uses the weak comparison.
     if (tags === '*' || tags.some((t) => t.opaque === current)) {
-      throw preconditionFailed(tags === '*' ? 'If-None-Match: *: the file already has content' : 'If-None-Match: the file already has that content');
+      throw preconditionFailed(tags === '*' ? 'If-None-Match: *: the file already has content' : 'If-None-Match: the file already has that content', details);
     }
   }
 }

@@ -128,7 +128,7 @@ export function fileRoutes(
 
   router.delete('/files/:id', authenticated, async (req, res) => {
     const id = singleParam(req, 'id');
-    await files.delete(principalOf(req).userId, id);
+    await files.delete(principalOf(req), id);
     res.json({ id });
   });
 

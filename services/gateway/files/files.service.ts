@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import mime from 'mime-types';
 import type { ListedFile, ListingRepository } from '../../../shared/db/listing.repository';
-import type { OwnerTransactions } from '../../../shared/db/owner.transaction';
+import type { ChangeAuthor, ChangeStamp, OwnerTransactions } from '../../../shared/db/owner.transaction';
 import type { FileSortColumn, PageResult, ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
 import { invalid, notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
@@ -67,9 +67,10 @@ export class FilesService {
     return file;
   }
 
-  async delete(userId: string, id: string): Promise<void> {
+  async delete(author: ChangeAuthor, id: string): Promise<void> {
+    const { userId } = author;
     if (!isId(id)) throw notFound('no such file');
-    const deleted = await this.owners.run(userId, (trx, clock) =>
+    const deleted = await this.owners.run(author, (trx, clock) =>
       this.resources.withTransaction(trx).softDeleteFile(userId, id, new Date(), clock.next()),
     );
     if (!deleted) throw notFound('no such file');
@@ -106,7 +107,7 @@ export class FilesService {
       const extension = extensionOf(name);
       const storageKey = `${deviceId}/${id}${extension ? `.${extension}` : ''}`;
       const now = new Date();
-      const record: Omit<ResourceRecord, 'changeSeq'> = {
+      const record: Omit<ResourceRecord, 'changeSeq' | 'changeDeviceId'> = {
         id,
         userId,
         parentId: folderId,
@@ -122,19 +123,19 @@ export class FilesService {
         deletedAt: null,
         rev: 1,
       };
-      const changeSeq = await this.owners.run(userId, async (trx, clock) => {
+      const change = await this.owners.run<ChangeStamp>({ userId, deviceId }, async (trx, clock) => {
         const repo = this.resources.withTransaction(trx);
         if (folderId !== null && !(await repo.findActive(userId, folderId, 'folder'))) throw notFound('no such folder');
-        const seq = clock.next();
-        await repo.insert({ ...record, changeSeq: seq });
+        const stamp = clock.next();
+        await repo.insert({ ...record, change: stamp });
         const target = path.join(this.uploadDir, storageKey);
         await fs.mkdir(path.dirname(target), { recursive: true });
         await fs.rename(staged.path, target);
         placed = target;
-        return seq;
+        return stamp;
       });
       placed = undefined;
-      return { ...record, changeSeq };
+      return { ...record, changeSeq: change.seq, changeDeviceId: change.deviceId };
     } finally {
       await fs.rm(staged.path, { force: true });
       if (placed) await fs.rm(placed, { force: true });

@@ -24,12 +24,12 @@ export function trashRoutes(trash: TrashService, authenticated: ReturnType<typeo
   });
 
   router.post('/trash/:id/restore', authenticated, async (req, res) => {
-    const restored = await trash.restore(principalOf(req).userId, singleParam(req, 'id'));
+    const restored = await trash.restore(principalOf(req), singleParam(req, 'id'));
     res.json({ ...toView(restored), type: restored.type });
   });
 
   router.delete('/trash/:id', authenticated, async (req, res) => {
-    await trash.purge(principalOf(req).userId, singleParam(req, 'id'));
+    await trash.purge(principalOf(req), singleParam(req, 'id'));
     res.status(204).end();
   });
 

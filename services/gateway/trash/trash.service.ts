@@ -1,4 +1,4 @@
-import type { OwnerTransactions } from '../../../shared/db/owner.transaction';
+import type { ChangeAuthor, OwnerTransactions } from '../../../shared/db/owner.transaction';
 import type { PageResult, ResourceRecord } from '../../../shared/db/resource.repository';
 import type { TrashRepository } from '../../../shared/db/trash.repository';
 import { notFound } from '../../../shared/errors';
@@ -27,22 +27,23 @@ export class TrashService {
    * Restores a resource and everything deleted with it, all or nothing, in one owner transaction: a
    * name clash anywhere (NAME_CONFLICT from the sibling-name key) rolls the whole restore back.
    */
-  async restore(userId: string, id: string): Promise<ResourceRecord> {
+  async restore(author: ChangeAuthor, id: string): Promise<ResourceRecord> {
+    const { userId } = author;
     if (!isId(id)) throw notInTrash();
-    return this.owners.run(userId, async (trx, clock) => {
+    return this.owners.run(author, async (trx, clock) => {
       const repo = this.trash.withTransaction(trx);
       const root = await repo.findForUpdate(userId, id);
       if (!root) throw notInTrash();
       const others = await repo.deletedWith(root);
       const parentId = root.parentId !== null && (await repo.isActiveFolder(userId, root.parentId)) ? root.parentId : null;
       const now = new Date();
-      const seq = clock.next();
-      await repo.restore(userId, root.id, parentId, others, now, seq);
-      return { ...root, parentId, deletedAt: null, updatedAt: now, rev: root.rev + 1, changeSeq: seq };
+      const stamp = clock.next();
+      await repo.restore(userId, root.id, parentId, others, now, stamp);
+      return { ...root, parentId, deletedAt: null, updatedAt: now, rev: root.rev + 1, changeSeq: stamp.seq, changeDeviceId: stamp.deviceId };
     });
   }
 
-  async purge(userId: string, id: string): Promise<void> {
-    if (!isId(id) || !(await this.purger.purgeTree(userId, id))) throw notInTrash();
+  async purge(author: ChangeAuthor, id: string): Promise<void> {
+    if (!isId(id) || !(await this.purger.purgeTree(author, id))) throw notInTrash();
   }
 }

@@ -1,5 +1,5 @@
 import type http from 'node:http';
-import { ERRORS, Server, type Locker, type Upload } from '@tus/server';
+import { ERRORS, Metadata, Server, type Locker, type Upload } from '@tus/server';
 import type { Principal } from '../../../shared/db/user.repository';
 import { isAppError } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
@@ -7,7 +7,21 @@ import type { Logger } from '../../../shared/logger';
 import type { TusStore } from '../../../shared/uploads/tus.store';
 import { toAppError } from '../http/errors.middleware';
 import { toFileView } from '../files/files.presenter';
+import { echoedMetadata } from './upload.metadata';
 import type { UploadsService } from './uploads.service';
+
+/**
+ * HEAD echoes the upload's metadata (tus requires it), but only the contract's keys as the client
+ * sent them: never the keys the gateway keeps beside them (owner, conditions).
+ */
+function echoClientMetadataOnly(res: http.ServerResponse, metadata: Upload['metadata']): void {
+  const echoed = Metadata.stringify(echoedMetadata(metadata));
+  const setHeader = res.setHeader.bind(res);
+  res.setHeader = (name, value) => {
+    if (name.toLowerCase() !== 'upload-metadata') return setHeader(name, value);
+    return echoed === '' ? res : setHeader(name, echoed);
+  };
+}
 
 export const UPLOADS_PATH = '/v1/uploads';
 
@@ -93,9 +107,11 @@ export function buildTusServer({ store, locker, uploads, maxUploadBytes, logger 
     onIncomingRequest: async (req, res, id) => {
       if (req.method === 'POST') return;
       const upload = await uploads.requireOwn(principal(req).userId, id);
-      if (req.method === 'HEAD' && upload.creation_date && store.getExpiration() > 0) {
+      if (req.method !== 'HEAD') return;
+      if (upload.creation_date && store.getExpiration() > 0) {
         res.setHeader('Upload-Expires', new Date(Date.parse(upload.creation_date) + store.getExpiration()).toUTCString());
       }
+      echoClientMetadataOnly(res, upload.metadata);
     },
 
     onUploadFinish: async (req, res, upload: Upload) => {

@@ -3,7 +3,9 @@ import type { Config } from '../../../shared/config';
 import type { ResourceRepository } from '../../../shared/db/resource.repository';
 import type { Logger } from '../../../shared/logger';
 import { TusStore } from '../../../shared/uploads/tus.store';
+import { OpenUploads } from './open.uploads';
 import { RedisLocker } from './redis.locker';
+import { ownerOf } from './upload.metadata';
 import { buildTusServer } from './tus.server';
 import { uploadRoutes } from './uploads.routes';
 import { UploadsService, type ContentTarget, type FileTarget } from './uploads.service';
@@ -28,14 +30,23 @@ export function createUploads(deps: {
   logger: Logger;
 }): UploadsModule {
   const { config, logger } = deps;
-  const store = new TusStore(config.uploadDir, config.uploadExpiryMs);
+  const open = new OpenUploads(
+    { redisUrl: config.redisUrl, prefix: config.queuePrefix, max: config.maxOpenUploads, expiryMs: config.uploadExpiryMs },
+    logger,
+  );
+  const store = new TusStore(config.uploadDir, config.uploadExpiryMs, async (id, metadata) => {
+    const owner = ownerOf(metadata);
+    if (owner) await open.release(owner.userId, id);
+  });
   const locker = new RedisLocker({ redisUrl: config.redisUrl, prefix: config.queuePrefix }, logger);
-  const service = new UploadsService(store, deps.files, deps.content, deps.resources);
+  const service = new UploadsService(store, deps.files, deps.content, deps.resources, open);
   const tus = buildTusServer({ store, locker, uploads: service, maxUploadBytes: config.maxUploadBytes, logger });
   return {
     router: uploadRoutes(tus, deps.authenticated),
     service,
     ready: () => locker.ready(),
-    close: () => locker.close(),
+    close: async () => {
+      await Promise.all([locker.close(), open.close()]);
+    },
   };
 }

@@ -6,7 +6,8 @@ import type { TusStore } from '../../../shared/uploads/tus.store';
 import type { ContentService } from '../content/content.service';
 import type { FilesService, UploadInput } from '../files/files.service';
 import type { StagedFile } from '../files/upload.storage';
-import { ownerOf, parseUploadRequest, preconditionsOf, storedMetadata, type Preconditions, type UploadOwner } from './upload.metadata';
+import type { OpenUploads } from './open.uploads';
+import { clientMetadata, ownerOf, parseUploadRequest, preconditionsOf, storedMetadata, type Preconditions, type UploadOwner } from './upload.metadata';
 
 /** File creation as POST /files does it. */
 export type FileTarget = Pick<FilesService, 'upload'>;
@@ -24,23 +25,27 @@ export class UploadsService {
     private readonly files: FileTarget,
     private readonly content: ContentTarget,
     private readonly resources: ResourceRepository,
+    private readonly open: Pick<OpenUploads, 'admit'>,
   ) {}
 
   /**
    * Checks a new upload's metadata before any byte is sent, and returns the metadata to store:
    * the client's keys plus the owner. What cannot change during the upload (the target folder or
    * file existing) is checked now too, so a client does not send gigabytes to learn of a 404; it is
-   * checked again at completion.
+   * checked again at completion. Last, the upload takes one of the owner's MAX_OPEN_UPLOADS places
+   * (429 when none is free), so a refused request holds none.
    */
   async admit(principal: Principal, upload: Upload, conditions: Preconditions): Promise<Record<string, string | null>> {
     if (upload.sizeIsDeferred) throw invalid('Upload-Length is required');
-    const request = parseUploadRequest(upload.metadata);
+    const metadata = clientMetadata(upload.metadata);
+    const request = parseUploadRequest(metadata);
     if (request.fileId !== undefined) {
       await this.content.checkBeforeUpload(principal.userId, request.fileId, conditions);
     } else if (request.folderId !== null) {
       if (!(await this.resources.findActive(principal.userId, request.folderId, 'folder'))) throw notFound('no such folder');
     }
-    return storedMetadata(upload.metadata, principal, conditions);
+    await this.open.admit(principal.userId, upload.id);
+    return storedMetadata(metadata, principal, conditions);
   }
 
   /** The upload's owner when it is the caller's; NOT_FOUND for anything else, which hides whether it exists. */

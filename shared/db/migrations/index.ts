@@ -10,6 +10,8 @@ import * as widenStorageKey from './20261122000003_widen_storage_key';
 import * as createSyncBatches from './20261122000004_create_sync_batches';
 import * as createDerivedTables from './20261122000005_create_derived_tables';
 import * as backfillDerivedTables from './20261122000006_backfill_derived_tables';
+import * as addChangeDevice from './20261124000101_add_change_device';
+import * as backfillChangeDevice from './20261124000102_backfill_change_device';
 
 interface Migration {
   name: string;
@@ -30,6 +32,8 @@ const MIGRATIONS: Migration[] = [
   createSyncBatches,
   createDerivedTables,
   backfillDerivedTables,
+  addChangeDevice,
+  backfillChangeDevice,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {
