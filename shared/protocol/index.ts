@@ -197,7 +197,7 @@ export interface AppliedOp {
   resourceId: string | null;
   outcome: OpOutcome;
   /** The resource's rev right after the op (version 1.2); null when it names no existing resource. */
-  rev?: number | null;
+  rev: number | null;
 }
 
 export interface FailedOp {
@@ -205,7 +205,7 @@ export interface FailedOp {
   type: string | null;
   resourceId: string | null;
   error: ErrorBody;
-  rev?: number | null;
+  rev: number | null;
 }
 
 export interface SyncOpsResponse {
@@ -225,7 +225,7 @@ export interface Change {
   rev: number;
   updatedAt: string;
   /** The device whose request made the latest change, `""` when none (version 1.2). */
-  deviceId?: string;
+  deviceId: string;
   size?: number;
   mimeType?: string;
   sha256?: string;

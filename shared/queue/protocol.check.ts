@@ -21,6 +21,8 @@ export type ProtocolChecks = [
   Assert<Extends<Protocol.OpOutcome, AppliedOp['outcome']>>,
   Assert<Extends<FailedOp['error']['code'], Protocol.ErrorCode>>,
   Assert<Extends<keyof SyncJobResult, keyof Protocol.SyncOpsResponse>>,
+  Assert<Extends<AppliedOp['rev'], Protocol.AppliedOp['rev']>>,
+  Assert<Extends<FailedOp['rev'], Protocol.FailedOp['rev']>>,
   Assert<Extends<OpType, Protocol.OpType>>,
   Assert<Extends<Protocol.OpType, OpType>>,
 ];
