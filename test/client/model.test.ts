@@ -198,7 +198,7 @@ async function history(seed: number, log: string[]): Promise<void> {
   for (const dv of devices) await fs.rm(dv.dir, { recursive: true, force: true });
 }
 
-test(`${HISTORIES} seeded random histories of 3 devices converge and lose nothing a user wrote`, async () => {
+test(`${FIXED_SEED !== undefined ? 1 : HISTORIES} seeded random histories of 3 devices converge and lose nothing a user wrote`, async () => {
   const seeds = FIXED_SEED !== undefined ? [FIXED_SEED] : Array.from({ length: HISTORIES }, () => randomBytes(4).readUInt32BE());
   for (const seed of seeds) {
     const log: string[] = [];

@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { BaseNode, RemoteNode } from './journal';
-import { byDepth, remoteChanged, type Matched } from './match';
+import { byDepth, foldersWithUnseen, remoteChanged, type Matched } from './match';
 import { LiveTree } from './live.tree';
 import { checkGuard, localSha, statOf, toBase, type SyncContext } from './context';
 import { conflictedName, joinPath } from './scan';
@@ -66,12 +66,23 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
     return true;
   };
 
+  const unseen = foldersWithUnseen(remote, base);
   for (const id of byDepth(remote)) {
     if (ctx.signal.aborted) break;
     const rn = remote.get(id)!;
     const b = base.get(id);
     if (b && !remoteChanged(rn, b)) {
       if (b.rev !== rn.rev) j.putBase({ ...b, rev: rn.rev, size: b.size });
+      // A folder deleted here while the server put something new in it comes back to hold that.
+      const back = rn.type === 'folder' && !live.has(id) && unseen.has(id) && !matched.unknown.has(id) && live.has(rn.parentId);
+      if (!back) continue;
+      const target = join(ctx.dir, live.disk(rn.parentId)!, rn.name);
+      if (await exists(target)) continue;
+      await fs.mkdir(target);
+      live.set(id, rn.parentId, rn.name, 'folder');
+      j.putBase(toBase(rn, await statOf(target)));
+      r.line(`created ${joinPath(live.path(rn.parentId)!, rn.name)}/`);
+      actions++;
       continue;
     }
     if (matched.unknown.has(id) || !live.has(rn.parentId)) continue;

@@ -98,3 +98,14 @@ export function matchLocal(base: Map<string, BaseNode>, scan: LocalScan): Matche
 export function remoteChanged(r: RemoteNode, b: BaseNode): boolean {
   return r.parentId !== b.parentId || r.name !== b.name || r.sha256 !== b.sha256 || r.type !== b.type;
 }
+
+/** Folders under which the server holds something this device has not seen (new or changed since the base). */
+export function foldersWithUnseen(remote: Map<string, RemoteNode>, base: Map<string, BaseNode>): Set<string> {
+  const marked = new Set<string>();
+  for (const r of remote.values()) {
+    const b = base.get(r.id);
+    if (b && !remoteChanged(r, b)) continue;
+    for (let cur = remote.get(r.parentId); cur && !marked.has(cur.id); cur = remote.get(cur.parentId)) marked.add(cur.id);
+  }
+  return marked;
+}
