@@ -45,6 +45,14 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
     return copyPath;
   };
 
+  // A local item that took a name by a local create or move (not yet sent) gives it up to the server's.
+  const yieldsName = async (id: string): Promise<boolean> => {
+    const l = matched.local.get(id);
+    const b = base.get(id);
+    if (!l || l.parentId !== live.get(id)?.parentId || l.name !== live.get(id)?.name) return false;
+    return l.isNew || (b !== undefined && (b.parentId !== l.parentId || b.name !== l.name));
+  };
+
   const download = async (node: RemoteNode, target: string, expect: { mtimeMs: number; size: number } | undefined): Promise<boolean> => {
     const label = live.path(node.parentId) === undefined ? node.name : joinPath(live.path(node.parentId)!, node.name);
     const got = await ctx.transfers.download(node.id, label, node.size);
@@ -96,7 +104,11 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
       // Place: the server's move wins over a local one.
       if (here.parentId !== rn.parentId || here.name !== rn.name) {
         const occupant = live.childNamed(rn.parentId, rn.name);
-        if (occupant !== undefined && occupant !== id) continue;
+        if (occupant !== undefined && occupant !== id) {
+          // Something new here, or moved here, holds the name the server gave first: it yields.
+          if (!(await yieldsName(occupant)) || (await keepAsCopy(occupant)) === undefined) continue;
+          actions++;
+        }
         const from = live.path(id)!;
         await fs.rename(full(id), target);
         live.set(id, rn.parentId, rn.name, rn.type);
@@ -139,19 +151,21 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
     const sameName = live.childNamed(rn.parentId, rn.name);
     if (sameName !== undefined) {
       const mine = matched.local.get(sameName);
-      const moverHere = mine && !mine.isNew && base.has(sameName) && (base.get(sameName)!.parentId !== mine.parentId || base.get(sameName)!.name !== mine.name);
-      if (moverHere) {
+      if (mine && !mine.isNew && (await yieldsName(sameName))) {
         // A local rename onto a name the server gave to something else first: the local one yields.
         if ((await keepAsCopy(sameName)) === undefined) continue;
         actions++;
       } else if (!mine?.isNew) continue;
-      else if
-(mine.entry.type === rn.type && (rn.type === 'folder' || (rn.sha256 !== '' && (await localSha(ctx, mine.entry, undefined)) === rn.sha256))) {
-        live.rekey(sameName, id);
-        j.putBase(toBase(rn, await statOf(target)));
-        actions++;
-        continue;
-      } else {
+      else {
+        const entry = { ...mine.entry, disk: live.disk(sameName) ?? mine.entry.disk };
+        const same = mine.entry.type === rn.type && (rn.type === 'folder' || (rn.sha256 !== '' && (await localSha(ctx, entry, undefined)) === rn.sha256));
+        if (same) {
+          // Created on both sides alike: linked, nothing copied.
+          live.rekey(sameName, id);
+          j.putBase(toBase(rn, await statOf(target)));
+          actions++;
+          continue;
+        }
         if ((await keepAsCopy(sameName)) === undefined) continue;
         actions++;
       }
