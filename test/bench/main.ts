@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,sync-scale,search-1m] [-- --cpu-prof]`
+ * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,client,sync-scale,search-1m] [-- --cpu-prof]`
  *
  * Starts the built gateway and worker as real processes on a database, upload directory and queue
  * prefix of their own, measures each scenario through the HTTP API next to its ceiling measured in
@@ -24,6 +24,7 @@ import { runSync } from './sync.bench';
 import { runSyncScale } from './sync.scale';
 import { runTransfer } from './transfer.bench';
 import { runChanges } from './changes.bench';
+import { runClient } from './client.bench';
 import { runTus } from './tus.bench';
 
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> = {
@@ -35,6 +36,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> 
   login: runLogin,
   changes: runChanges,
   'search-1m': runSearchBig,
+  client: runClient,
   // Last: it starts worker processes of its own (and stops them when done).
   'sync-scale': runSyncScale,
 };
@@ -56,7 +58,7 @@ function parseArgs(argv: string[]): Args {
     else if (arg.startsWith('--only=')) args.only = arg.slice('--only='.length).split(',').filter(Boolean);
     else if (arg.startsWith('--out=')) args.outDir = path.resolve(arg.slice('--out='.length));
     else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,sync-scale,search-1m] [--cpu-prof] [--out=dir]');
+      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,client,sync-scale,search-1m] [--cpu-prof] [--out=dir]');
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}`);
   }

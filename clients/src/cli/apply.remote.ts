@@ -75,6 +75,7 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
   };
 
   const unseen = foldersWithUnseen(remote, base);
+  const fresh: { node: RemoteNode; target: string }[] = [];
   for (const id of byDepth(remote)) {
     if (ctx.signal.aborted) break;
     const rn = remote.get(id)!;
@@ -150,8 +151,24 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
     // New on the server (or to be brought back: an edit there wins over a deletion here).
     const sameName = live.childNamed(rn.parentId, rn.name);
     if (sameName !== undefined) {
-      const mine = matched.local.get(sameName);
-      if (mine && !mine.isNew && (await yieldsName(sameName))) {
+      let mine = matched.local.get(sameName);
+      const goneThere = mine && !mine.isNew && !remote.has(sameName) && base.has(sameName);
+      if (goneThere && mine!.entry.type === 'file') {
+        // Deleted on the server, and its name now holds something else: settled here, before the name is used.
+        const b0 = base.get(sameName)!;
+        const entry = { ...mine!.entry, disk: live.disk(sameName) ?? mine!.entry.disk };
+        j.dropBase(sameName);
+        if ((await localSha(ctx, entry, b0)) === b0.sha256) {
+          const gonePath = live.path(sameName)!;
+          await fs.rm(full(sameName), { force: true });
+          live.remove(sameName);
+          r.line(`deleted ${gonePath}`);
+          actions++;
+        } else mine = { ...mine!, isNew: true };
+      }
+      if (!live.has(sameName)) {
+        /* the name is free now */
+      } else if (mine && !mine.isNew && (await yieldsName(sameName))) {
         // A local rename onto a name the server gave to something else first: the local one yields.
         if ((await keepAsCopy(sameName)) === undefined) continue;
         actions++;
@@ -176,11 +193,19 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
       j.putBase(toBase(rn, await statOf(target)));
       r.line(`created ${targetPath}/`);
       actions++;
-    } else if (rn.sha256 && (await download(rn, target, undefined))) {
+    } else if (rn.sha256) {
+      // The name is taken now; the bytes come below, several files at a time.
       live.set(id, rn.parentId, rn.name, 'file');
-      actions++;
+      fresh.push({ node: rn, target });
     }
   }
+  const fetchNext = async (): Promise<void> => {
+    for (let next = fresh.shift(); next && !ctx.signal.aborted; next = fresh.shift()) {
+      if (await download(next.node, next.target, undefined)) actions++;
+      else live.remove(next.node.id);
+    }
+  };
+  await Promise.all([fetchNext(), fetchNext(), fetchNext(), fetchNext()]);
 
   // Deleted on the server: children first; an edited file or a folder still holding something stays.
   const gone = byDepth(base).filter((id) => !remote.has(id)).reverse();

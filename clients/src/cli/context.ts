@@ -19,6 +19,8 @@ export interface SyncContext {
   signal: AbortSignal;
   /** Set when a content was refused for the quota during the run: `--once` then exits 1. */
   quotaExceeded: boolean;
+  /** Changes refused for a state the next pull settles (a stale baseRev, a name taken): another pass is due. */
+  pending: number;
 }
 
 /** The deletion guard stopped the pass before it deleted anything (exit 1). */

@@ -56,6 +56,7 @@ async function separateClashes(ctx: SyncContext): Promise<boolean> {
 /** One pass: pull the feed, bring the server's changes to disk, then push the local ones. */
 export async function runPass(ctx: SyncContext): Promise<number> {
   ctx.ignored = await loadIgnore(ctx.dir);
+  ctx.pending = 0;
   await pull(ctx);
   let actions = (await separateClashes(ctx)) ? 1 : 0;
   const j = ctx.journal;
@@ -65,7 +66,7 @@ export async function runPass(ctx: SyncContext): Promise<number> {
   if (pulled > 0) scan = await scanLocal(ctx.dir, ctx.ignored);
   const base = j.base();
   actions += pulled + (await pushLocal(ctx, remote, base, matchLocal(base, scan)));
-  return actions;
+  return actions + ctx.pending;
 }
 
 /** `sync --once`: passes until one finds nothing to do. */

@@ -101,6 +101,7 @@ async function run(argv: string[], signal: AbortSignal, reporter: Reporter): Pro
       force: values.force ?? false,
       signal,
       quotaExceeded: false,
+      pending: 0,
     };
     if (values.once) await syncOnce(ctx);
     else await syncForever(ctx);

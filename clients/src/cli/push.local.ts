@@ -24,7 +24,7 @@ export async function sendOps(ctx: SyncContext, ops: SyncOp[], label: (op: SyncO
       // A stale baseRev or a taken name is settled by the next pull; anything else is reported.
       if (failed && code !== 'PRECONDITION_FAILED' && code !== 'NAME_CONFLICT' && code !== 'NOT_FOUND') {
         ctx.reporter.error(`skipped ${label(failed)}: ${res.failed.error.message}`);
-      }
+      } else ctx.pending++;
       return done;
     }
   }
@@ -89,7 +89,11 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
   // Deletions: a folder goes whole only when the server holds nothing under it this device has not seen.
   const deleting = new Set<string>();
   const remoteChildren = new Map<string, string[]>();
-  for (const rn of remote.values()) remoteChildren.set(rn.parentId, [...(remoteChildren.get(rn.parentId) ?? []), rn.id]);
+  for (const rn of remote.values()) {
+    const list = remoteChildren.get(rn.parentId);
+    if (list) list.push(rn.id);
+    else remoteChildren.set(rn.parentId, [rn.id]);
+  }
   const allSeen = (id: string): boolean =>
     (remoteChildren.get(id) ?? []).every((c) => {
       const b = base.get(c);
@@ -167,7 +171,8 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
         say(`quota exceeded: ${label}`);
         ctx.quotaExceeded = true;
       } else if (err.code === 'INVALID_REQUEST' || err.code === 'FILE_TOO_LARGE') ctx.reporter.error(`skipped ${label}: ${err.message}`);
-      else if (!['NAME_CONFLICT', 'PRECONDITION_FAILED', 'NOT_FOUND', 'RATE_LIMITED'].includes(err.code)) throw err;
+      else if (['NAME_CONFLICT', 'PRECONDITION_FAILED', 'NOT_FOUND', 'RATE_LIMITED'].includes(err.code)) ctx.pending++;
+      else throw err;
     }
   };
   const fileOf = (f: File, sha: string): RemoteNode =>

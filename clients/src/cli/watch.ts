@@ -69,7 +69,7 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
         try {
           if (first) await syncOnce(ctx);
           else {
-            while ((await runPass(ctx)) > 0 && !ctx.signal.aborted);
+            for (let i = 0; i < 12 && !ctx.signal.aborted && (await runPass(ctx)) > 0; i++);
             ctx.journal.set('last_sync', new Date().toISOString());
           }
           first = false;
