@@ -155,6 +155,11 @@ describe('sync --once', () => {
     await once(dir, a.env('one'));
     expect([...(await serverTree(a.api)).keys()]).toEqual(['keep.txt']);
     expect(existsSync(path.join(dir, 'scratch.tmp'))).toBe(true);
+    // A synced file that becomes ignored is no longer deleted on the server when it goes locally.
+    await fs.appendFile(path.join(dir, '.filesyncignore'), 'keep.txt\n');
+    await fs.rm(path.join(dir, 'keep.txt'));
+    expect((await once(dir, a.env('one'))).code).toBe(0);
+    expect([...(await serverTree(a.api)).keys()]).toEqual(['keep.txt']);
   });
 
   test('a name the service refuses is reported and skipped, and the rest is synced (exit 0)', async () => {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Change } from '../../../shared/protocol';
 import { applyRemote } from './apply.remote';
 import type { SyncContext } from './context';
+import { STATE_DIR } from './journal';
 import { matchLocal } from './match';
 import { flushOutbox, pushLocal } from './push.local';
 import { conflictedName, loadIgnore, parentOf, scanLocal, baseName } from './scan';
@@ -62,15 +63,18 @@ export async function runPass(ctx: SyncContext): Promise<number> {
   const j = ctx.journal;
   const remote = j.remote();
   let scan = await scanLocal(ctx.dir, ctx.ignored);
-  const pulled = await applyRemote(ctx, remote, j.base(), matchLocal(j.base(), scan));
+  const pulled = await applyRemote(ctx, remote, j.base(), matchLocal(j.base(), scan, ctx.ignored));
   if (pulled > 0) scan = await scanLocal(ctx.dir, ctx.ignored);
   const base = j.base();
-  actions += pulled + (await pushLocal(ctx, remote, base, matchLocal(base, scan)));
+  actions += pulled + (await pushLocal(ctx, remote, base, matchLocal(base, scan, ctx.ignored)));
   return actions + ctx.pending;
 }
 
 /** `sync --once`: passes until one finds nothing to do. */
 export async function syncOnce(ctx: SyncContext): Promise<void> {
+  // Downloads a killed run left half-way are started again from their first byte.
+  const tmp = join(ctx.dir, STATE_DIR, 'tmp');
+  for (const name of await fs.readdir(tmp).catch(() => [] as string[])) await fs.rm(join(tmp, name), { force: true });
   await flushOutbox(ctx);
   for (let i = 0; i < 12 && !ctx.signal.aborted; i++) {
     if ((await runPass(ctx)) === 0) break;

@@ -49,7 +49,7 @@ export function byDepth<T extends { parentId: string }>(nodes: Map<string, T>): 
  * (a rename keeps the inode, and a renamed file keeps its size and mtime), else it is gone.
  * Whatever is left on disk is new and gets a fresh id.
  */
-export function matchLocal(base: Map<string, BaseNode>, scan: LocalScan): Matched {
+export function matchLocal(base: Map<string, BaseNode>, scan: LocalScan, ignored: (path: string, isFolder: boolean) => boolean): Matched {
   const claimed = new Map<string, string>();
   const local = new Map<string, LocalNode>();
   const unknown = new Set<string>();
@@ -75,7 +75,8 @@ export function matchLocal(base: Map<string, BaseNode>, scan: LocalScan): Matche
       else if (free(atPath)) found = atPath;
     }
     if (!found) {
-      if (expected === undefined || isUnreadable(expected)) unknown.add(id);
+      // Not seen: unknown (never deleted) when its place could not be read or is ignored now.
+      if (expected === undefined || isUnreadable(expected) || ignored(expected, b.type === 'folder')) unknown.add(id);
       continue;
     }
     claimed.set(found.path, id);

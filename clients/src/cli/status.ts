@@ -33,8 +33,9 @@ export async function status(dir: string, settings: Settings, out: (line: string
   try {
     const base = journal.base();
     const remote = journal.remote();
-    const scan = await scanLocal(dir, await loadIgnore(dir));
-    const matched = matchLocal(base, scan);
+    const ignored = await loadIgnore(dir);
+    const scan = await scanLocal(dir, ignored);
+    const matched = matchLocal(base, scan, ignored);
     let uploads = journal.uploadCount();
     let localOps = journal.outbox().length;
     for (const l of matched.local.values()) {
