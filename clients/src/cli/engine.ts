@@ -6,7 +6,7 @@ import type { SyncContext } from './context';
 import { STATE_DIR } from './journal';
 import { matchLocal } from './match';
 import { flushOutbox, pushLocal } from './push.local';
-import { conflictedName, loadIgnore, parentOf, scanLocal, baseName } from './scan';
+import { baseName, conflictedName, loadIgnore, parentOf, scanLocal, type LocalScan } from './scan';
 
 /** Reads the change feed from the journal's cursor into the journal's remote tree. */
 export async function pull(ctx: SyncContext): Promise<number> {
@@ -41,8 +41,7 @@ export async function pull(ctx: SyncContext): Promise<number> {
 }
 
 /** Two local names equal after NFC: the second is renamed to a conflicted copy before anything else. */
-async function separateClashes(ctx: SyncContext): Promise<boolean> {
-  const scan = await scanLocal(ctx.dir, ctx.ignored);
+async function separateClashes(ctx: SyncContext, scan: LocalScan): Promise<boolean> {
   for (const e of scan.clashes) {
     const copy = conflictedName(baseName(e.path), ctx.session.deviceName);
     const parent = parentOf(e.disk);
@@ -59,10 +58,14 @@ export async function runPass(ctx: SyncContext): Promise<number> {
   ctx.ignored = await loadIgnore(ctx.dir);
   ctx.pending = 0;
   await pull(ctx);
-  let actions = (await separateClashes(ctx)) ? 1 : 0;
   const j = ctx.journal;
   const remote = j.remote();
   let scan = await scanLocal(ctx.dir, ctx.ignored);
+  let actions = 0;
+  if (await separateClashes(ctx, scan)) {
+    actions++;
+    scan = await scanLocal(ctx.dir, ctx.ignored);
+  }
   const pulled = await applyRemote(ctx, remote, j.base(), matchLocal(j.base(), scan, ctx.ignored));
   if (pulled > 0) scan = await scanLocal(ctx.dir, ctx.ignored);
   const base = j.base();

@@ -9,7 +9,6 @@ import { Reporter } from './output';
 import { ExitError, readSettings, Session } from './session';
 import { status } from './status';
 import { Transfers } from './transfers';
-import { syncForever } from './watch';
 
 const COMMON = `Options:
   --server URL         the service's base address, without /v1 (FILESYNC_SERVER; default http://127.0.0.1:8080)
@@ -104,7 +103,7 @@ async function run(argv: string[], signal: AbortSignal, reporter: Reporter): Pro
       pending: 0,
     };
     if (values.once) await syncOnce(ctx);
-    else await syncForever(ctx);
+    else await (await import('./watch')).syncForever(ctx);
     if (signal.aborted) return 0;
     return ctx.quotaExceeded ? 1 : 0;
   } finally {

@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import * as tus from 'tus-js-client';
+import type * as tus from 'tus-js-client';
 import type * as P from '../../../shared/protocol';
 import { AbortedError, ApiError, NetworkError } from './errors';
 
@@ -35,14 +35,16 @@ function toError(err: Error & { originalResponse?: tus.HttpResponse | null }): E
 }
 
 /** Runs one tus upload to its end and answers the File the completing PATCH returned. */
-export function resumableUpload(o: ResumableUploadOptions): Promise<P.File> {
+export async function resumableUpload(o: ResumableUploadOptions): Promise<P.File> {
+  // Loaded on first use: most runs of the command never send a large file.
+  const { Upload } = await import('tus-js-client');
   return new Promise<P.File>((resolve, reject) => {
     if (o.signal?.aborted) return reject(new AbortedError());
     const metadata: Record<string, string> = {};
     for (const [k, v] of Object.entries(o.metadata)) if (v !== undefined && v !== '') metadata[k] = v;
     const headers: Record<string, string> = { authorization: `Bearer ${o.token}` };
     if (o.ifMatch) headers['if-match'] = `"${o.ifMatch}"`;
-    const upload = new tus.Upload(createReadStream(o.path), {
+    const upload = new Upload(createReadStream(o.path), {
       endpoint: `${o.server}/v1/uploads`,
       uploadUrl: o.uploadUrl ?? null,
       uploadSize: o.size,
