@@ -47,9 +47,10 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
       try {
         const page = await ctx.session.authed(() => ctx.session.client.changes({ cursor: ctx.journal.get('cursor'), wait: LONG_POLL_S, limit: 1, signal: ctx.signal }));
         if (page.items.length > 0) {
-          const own = page.items.every((c) => c.deviceId === ctx.session.deviceId && (ctx.journal.remoteRev(c.id) ?? 0) >= c.rev);
-          if (!own) poke();
-          else await sleep(1000, ctx.signal);
+          // Also for this device's own echoes: the pass moves the cursor past them. Until it has,
+          // the poll would answer at once, so it pauses.
+          poke();
+          await sleep(1000, ctx.signal);
         }
       } catch (err) {
         if (ctx.signal.aborted) return;
