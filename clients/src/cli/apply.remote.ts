@@ -53,6 +53,25 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
     return l.isNew || (b !== undefined && (b.parentId !== l.parentId || b.name !== l.name));
   };
 
+  // On a case-insensitive disk, a server name that differs only in case from a sibling's is renamed
+  // on the server to a conflicted copy (the second one keeps both), then comes down under that name.
+  const caseClash = async (rn: RemoteNode): Promise<boolean> => {
+    if (!ctx.caseInsensitive) return false;
+    const other = live.childFolded(rn.parentId, rn.name);
+    if (other === undefined || other === rn.id || live.get(other)?.name === rn.name) return false;
+    const copy = conflictedName(rn.name, ctx.session.deviceName);
+    const res = await ctx.session.authed(() =>
+      ctx.session.client.syncOps([{ opId: j.nextOpId(), type: 'update', resourceId: rn.id, baseRev: rn.rev, payload: { name: copy } }], ctx.signal),
+    );
+    const parent = live.path(rn.parentId);
+    if (res.failed === null) {
+      r.line(`conflict: kept ${parent ? `${parent}/` : ''}${rn.name} as ${parent ? `${parent}/` : ''}${copy}`);
+      j.addConflict(parent ? `${parent}/${copy}` : copy);
+    }
+    ctx.pending++;
+    return true;
+  };
+
   const download = async (node: RemoteNode, target: string, expect: { mtimeMs: number; size: number } | undefined): Promise<boolean> => {
     const label = live.path(node.parentId) === undefined ? node.name : joinPath(live.path(node.parentId)!, node.name);
     const got = await ctx.transfers.download(node.id, label, node.size);
@@ -104,6 +123,7 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
     if (b && here) {
       // Place: the server's move wins over a local one.
       if (here.parentId !== rn.parentId || here.name !== rn.name) {
+        if (await caseClash(rn)) continue;
         const occupant = live.childNamed(rn.parentId, rn.name);
         if (occupant !== undefined && occupant !== id) {
           // Something new here, or moved here, holds the name the server gave first: it yields.
@@ -149,6 +169,7 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
     }
 
     // New on the server (or to be brought back: an edit there wins over a deletion here).
+    if (await caseClash(rn)) continue;
     const sameName = live.childNamed(rn.parentId, rn.name);
     if (sameName !== undefined) {
       let mine = matched.local.get(sameName);

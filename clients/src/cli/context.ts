@@ -21,6 +21,19 @@ export interface SyncContext {
   quotaExceeded: boolean;
   /** Changes refused for a state the next pull settles (a stale baseRev, a name taken): another pass is due. */
   pending: number;
+  /** DIR is on a case-insensitive file system: two server names differing only in case cannot both live there. */
+  caseInsensitive: boolean;
+}
+
+/** Whether DIR's file system folds case, probed once in the state folder. */
+export async function foldsCase(dir: string): Promise<boolean> {
+  const probe = join(dir, '.filesync', 'case-probe');
+  await fs.writeFile(probe, '');
+  try {
+    return (await statOf(join(dir, '.filesync', 'CASE-PROBE'))) !== undefined;
+  } finally {
+    await fs.rm(probe, { force: true });
+  }
 }
 
 /** The deletion guard stopped the pass before it deleted anything (exit 1). */

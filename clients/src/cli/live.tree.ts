@@ -12,6 +12,7 @@ interface LiveNode {
 export class LiveTree {
   readonly nodes = new Map<string, LiveNode>();
   private readonly byName = new Map<string, string>();
+  private readonly byFold = new Map<string, string>();
 
   constructor(matched: Matched) {
     for (const n of matched.local.values()) {
@@ -49,10 +50,16 @@ export class LiveTree {
     return this.byName.get(`${parentId}/${name}`);
   }
 
+  /** A sibling whose name equals this one ignoring case (what a case-insensitive file system sees). */
+  childFolded(parentId: string, name: string): string | undefined {
+    return this.byFold.get(`${parentId}/${name.toLowerCase()}`);
+  }
+
   set(id: string, parentId: string, name: string, type: 'file' | 'folder', disk = name): void {
     this.remove(id);
     this.nodes.set(id, { parentId, name, disk, type });
     this.byName.set(`${parentId}/${name}`, id);
+    this.byFold.set(`${parentId}/${name.toLowerCase()}`, id);
   }
 
   /** Gives a node another id (a new local item linked to the server's one), children included. */
@@ -70,6 +77,7 @@ export class LiveTree {
     if (!n) return;
     this.nodes.delete(id);
     if (this.byName.get(`${n.parentId}/${n.name}`) === id) this.byName.delete(`${n.parentId}/${n.name}`);
+    if (this.byFold.get(`${n.parentId}/${n.name.toLowerCase()}`) === id) this.byFold.delete(`${n.parentId}/${n.name.toLowerCase()}`);
   }
 
   get(id: string): LiveNode | undefined {

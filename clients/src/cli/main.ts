@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AbortedError, ApiError, NetworkError } from '../sdk/errors';
-import { GuardError, type SyncContext } from './context';
+import { foldsCase, GuardError, type SyncContext } from './context';
 import { syncOnce } from './engine';
 import { Journal } from './journal';
 import { Reporter } from './output';
@@ -101,6 +101,7 @@ async function run(argv: string[], signal: AbortSignal, reporter: Reporter): Pro
       signal,
       quotaExceeded: false,
       pending: 0,
+      caseInsensitive: await foldsCase(dir),
     };
     if (values.once) await syncOnce(ctx);
     else await (await import('./watch')).syncForever(ctx);
