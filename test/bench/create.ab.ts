@@ -5,7 +5,7 @@
  * A/B of the worker's own `BatchApplier.apply` between two builds: this one (or `--current=<dist>`)
  * and `--base`. Each build runs its own migrations on a database of its own; then rounds alternate
  * the two builds (the order flips every round), each round on a new user and device, applying the
- * same batches to both. Prints ops/s per round and shape, the median ratio current/base, and the
+ * same batches to both. Prints ops/s and the p50 time of one batch per round and shape, the median ratio current/base, and the
  * search index entries (rows of `search_grams`) a created file adds. `--prefill=N` first gives each
  * database another user with N files created through the same applier, so the index is not empty.
  * The databases are dropped at the end.
@@ -144,8 +144,16 @@ async function serverCpuMs(db: Knex): Promise<{ tid: number; ms: number } | unde
   }
 }
 
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
 interface RunResult {
   opsPerSec: number;
+  /** Median time of one batch, ms. */
+  p50Ms: number;
   /** Server CPU and this process's CPU per 100 ops, ms. */
   serverMs?: number;
   clientMs: number;
@@ -159,8 +167,11 @@ async function runOn(build: Build, batches: string[], size: number): Promise<Run
   const cpu0 = await serverCpuMs(build.db);
   const client0 = process.cpuUsage();
   const t = process.hrtime.bigint();
+  const times: number[] = [];
   for (const opsJson of batches) {
+    const b0 = process.hrtime.bigint();
     const result = await build.applier.apply({ userId, deviceId, opsJson });
+    times.push(Number(process.hrtime.bigint() - b0) / 1e6);
     if (result.failed !== null || result.applied.length !== size) throw new Error(`${build.label}: batch failed: ${JSON.stringify(result.failed)}`);
   }
   const seconds = Number(process.hrtime.bigint() - t) / 1e9;
@@ -177,6 +188,7 @@ async function runOn(build: Build, batches: string[], size: number): Promise<Run
   }
   return {
     opsPerSec: (batches.length * size) / seconds,
+    p50Ms: median(times),
     clientMs,
     ...(serverMs === undefined ? {} : { serverMs }),
     ...(gramsPerFile === undefined ? {} : { gramsPerFile }),
@@ -194,11 +206,6 @@ async function indexDisk(build: Build): Promise<string> {
 
 const fmtMs = (ms: number | undefined) => (ms === undefined ? '-' : ms.toFixed(2));
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
@@ -217,7 +224,14 @@ async function main(): Promise<void> {
     // One warm-up batch per build and shape, not counted.
     for (const b of builds) for (const s of args.shapes) await runOn(b, [SHAPES[s]!.batch(new Outbox('warm', 7))], SHAPES[s]!.size);
 
-    type Series = { base: number[]; current: number[]; ratios: number[]; grams: number[]; cpu: Record<string, { server: number[]; client: number[] }> };
+    type Series = {
+      base: number[];
+      current: number[];
+      ratios: number[];
+      grams: number[];
+      p50: { base: number[]; current: number[] };
+      cpu: Record<string, { server: number[]; client: number[] }>;
+    };
     const results = new Map<string, Series>();
     for (let round = 1; round <= args.rounds; round++) {
       for (const s of args.shapes) {
@@ -239,8 +253,11 @@ async function main(): Promise<void> {
           current: [],
           ratios: [],
           grams: [],
+          p50: { base: [], current: [] },
           cpu: { base: { server: [], client: [] }, current: { server: [], client: [] } },
         };
+        entry.p50.base.push(cpu.base!.p50Ms);
+        entry.p50.current.push(cpu.current!.p50Ms);
         for (const label of ['base', 'current']) {
           if (cpu[label]!.serverMs !== undefined) entry.cpu[label]!.server.push(cpu[label]!.serverMs!);
           entry.cpu[label]!.client.push(cpu[label]!.clientMs);
@@ -252,7 +269,7 @@ async function main(): Promise<void> {
         results.set(s, entry);
         console.log(
           `round ${round} ${s.padEnd(9)} base ${got.base!.toFixed(0).padStart(6)} ops/s  current ${got.current!.toFixed(0).padStart(6)} ops/s  ` +
-            `ratio ${(got.current! / got.base!).toFixed(2)}  cpu ms/100 ops server ${fmtMs(cpu.base!.serverMs)} / ${fmtMs(cpu.current!.serverMs)}` +
+            `ratio ${(got.current! / got.base!).toFixed(2)}  p50 batch ms ${cpu.base!.p50Ms.toFixed(2)} / ${cpu.current!.p50Ms.toFixed(2)}  cpu ms/100 ops server ${fmtMs(cpu.base!.serverMs)} / ${fmtMs(cpu.current!.serverMs)}` +
             `, client ${fmtMs(cpu.base!.clientMs)} / ${fmtMs(cpu.current!.clientMs)}` +
             `${grams === undefined ? '' : `  index rows/file ${grams.toFixed(1)}`}`,
         );
@@ -265,6 +282,7 @@ async function main(): Promise<void> {
           `ratio ${median(r.ratios).toFixed(2)} (min ${Math.min(...r.ratios).toFixed(2)}, max ${Math.max(...r.ratios).toFixed(2)})` +
           (r.grams.length ? `  index rows/file ${median(r.grams).toFixed(1)}` : ''),
       );
+      console.log(`${''.padEnd(40)} p50 of one batch, ms (median of rounds): base ${median(r.p50.base).toFixed(2)}  current ${median(r.p50.current).toFixed(2)}`);
       const c = r.cpu;
       if (c.base!.server.length && c.current!.server.length) {
         console.log(

@@ -5,9 +5,11 @@ import { Device, prng } from '../support/replica';
 import { spawnWorker, stopWorker, type WorkerProcess } from '../support/workers';
 
 /**
- * Devices that make random changes offline and then sync through the outbox, PUT content and the
- * change feed, against two gateways and two workers, end up with exactly the server's tree.
- * CONVERGENCE_SEED replays a run; CONVERGENCE_ROUNDS makes it longer.
+ * Devices that make random changes offline and then sync through the outbox (renames, moves and
+ * deletes conditional on baseRev), PUT content and the change feed, against two gateways and two
+ * workers, end up with exactly the server's tree; and their own changes cost them nothing in the
+ * feed (recognised by deviceId and the rev their results reported). CONVERGENCE_SEED replays a run;
+ * CONVERGENCE_ROUNDS makes it longer.
  */
 const SEED = Number(process.env.CONVERGENCE_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const ROUNDS = Number(process.env.CONVERGENCE_ROUNDS ?? 6);
@@ -45,7 +47,8 @@ test(`four devices of two users converge on the server's tree (seed ${SEED})`, a
     for (let d = 0; d < 2; d++) {
       const gateway = gateways[(devices.length + d) % 2]!;
       const session = d === 0 ? created : await new Api(gateway.baseUrl).login(`conv-${user}`, 'user-password-1');
-      devices.push({ device: new Device(`${user}-${d}`, new Api(gateway.baseUrl, session.token), prng(Math.floor(random() * 2 ** 31))), userId: created.userId });
+      const device = new Device(`${user}-${d}`, new Api(gateway.baseUrl, session.token), prng(Math.floor(random() * 2 ** 31)), session.deviceId);
+      devices.push({ device, userId: created.userId });
     }
   }
 
@@ -63,6 +66,11 @@ test(`four devices of two users converge on the server's tree (seed ${SEED})`, a
       expect({ device: device.label, tree: device.snapshot() }).toEqual({ device: device.label, tree: expected });
     }
     expect(Object.keys(await serverTree(devices[0]!.userId)).length).toBeGreaterThan(0);
+    const costs = Object.fromEntries(devices.map(({ device }) => [device.label, device.cost]));
+    // Own changes cost nothing: never applied again, and plenty recognised and skipped.
+    for (const cost of Object.values(costs)) expect(cost.wastedOwn).toBe(0);
+    expect(Object.values(costs).reduce((n, c) => n + c.skippedOwn, 0)).toBeGreaterThan(0);
+    process.stdout.write(`feed items per device (seed ${SEED}): ${JSON.stringify(costs)}\n`);
   } catch (err) {
     throw new Error(`convergence failed with CONVERGENCE_SEED=${SEED}: ${(err as Error).message}`);
   }

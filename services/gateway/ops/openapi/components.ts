@@ -19,6 +19,10 @@ export const components = {
     NameConflict: errorResponse('a sibling has that name (NAME_CONFLICT)'),
     RateLimited: errorResponse('too many attempts (RATE_LIMITED)', true),
     Unavailable: errorResponse('MySQL or Redis unreachable, or overloaded (SERVICE_UNAVAILABLE)', true),
+    ContentConflict: {
+      description: 'a precondition on the content does not hold (PRECONDITION_FAILED); nothing changes. `details` is the file\'s current state',
+      content: { 'application/json': { schema: ref('ContentConflict') } },
+    },
   },
   schemas: {
     Error: {
@@ -39,13 +43,40 @@ export const components = {
         },
       },
     },
+    ContentConflict: {
+      type: 'object',
+      required: ['error'],
+      properties: {
+        error: {
+          type: 'object',
+          required: ['code', 'message', 'details'],
+          properties: {
+            code: { const: 'PRECONDITION_FAILED' },
+            message: { type: 'string' },
+            details: {
+              type: 'object',
+              required: ['rev', 'sha256'],
+              description: 'the file as it is now, so a conflict is resolved without another request',
+              properties: {
+                rev: { type: 'integer', minimum: 1 },
+                sha256: { type: ['string', 'null'], pattern: '^[0-9a-f]{64}$', description: 'null while the file has no content' },
+              },
+            },
+          },
+        },
+      },
+    },
     File: {
       type: 'object',
       required: ['id', 'name', 'size', 'mimeType', 'folderId', 'createdAt', 'updatedAt', 'rev'],
+      description: [
+        'A file created by a sync `create` op has no content until one is sent: no `sha256`, the `size` its creator',
+        'declared (0 when none), and its content download answers 404. POST /files with `id` creates a file with its content in one step.',
+      ].join(' '),
       properties: {
         id: ID,
         name: NAME,
-        size: { type: 'integer', minimum: 0, description: 'bytes' },
+        size: { type: 'integer', minimum: 0, description: 'bytes (declared by its creator while the file has no content)' },
         mimeType: { type: 'string', description: 'empty when none' },
         folderId: { anyOf: [ID, { const: '' }], description: 'empty at the root' },
         createdAt: TIMESTAMP,
@@ -128,9 +159,21 @@ export const components = {
     SyncOp: {
       type: 'object',
       required: ['opId', 'type'],
-      description: 'resourceId is required for create, update, move and delete. A malformed op fails at its place in the batch.',
+      description: [
+        'resourceId is required for create, update, move and delete. A malformed op fails at its place in the batch.',
+        'opId is best sent as a decimal string: it is echoed exactly as sent, and JSON numbers above 2^53 lose digits in most parsers.',
+      ].join(' '),
       properties: {
         opId: INT64,
+        baseRev: {
+          type: 'integer',
+          minimum: 1,
+          description: [
+            'update, move and delete only: the rev the client last saw. When the caller has the resource (active or deleted) at another',
+            'rev, the op fails with PRECONDITION_FAILED and details {"rev", "deleted"}, and the batch stops there. Without it the op',
+            'applies whatever changed meanwhile. Not a positive integer: INVALID_REQUEST at its place in the batch.',
+          ].join(' '),
+        },
         type: { type: 'string', enum: ['create', 'update', 'move', 'delete', 'share', 'share_link'] },
         resourceId: ID,
         refType: { type: ['string', 'null'] },
@@ -159,11 +202,20 @@ export const components = {
     },
     AppliedOp: {
       type: 'object',
-      required: ['opId', 'type', 'resourceId', 'outcome'],
+      required: ['opId', 'type', 'resourceId', 'outcome', 'rev'],
       properties: {
         opId: INT64,
         type: { type: 'string' },
         resourceId: { type: ['string', 'null'] },
+        rev: {
+          type: ['integer', 'null'],
+          minimum: 1,
+          description: [
+            'the resource\'s rev right after the op (for a duplicate, its rev now); null when the op names no resource or the caller has',
+            'no such resource. One above the op\'s baseRev (0 for a create): nothing else changed it in between, and the change feed item',
+            'with this rev and the device\'s id is the device\'s own change.',
+          ].join(' '),
+        },
         outcome: {
           type: 'string',
           enum: ['applied', 'noop', 'duplicate'],
@@ -173,12 +225,25 @@ export const components = {
     },
     FailedOp: {
       type: 'object',
-      required: ['opId', 'type', 'resourceId', 'error'],
+      required: ['opId', 'type', 'resourceId', 'rev', 'error'],
       properties: {
         opId: { anyOf: [INT64, { type: 'null' }] },
         type: { type: ['string', 'null'] },
         resourceId: { type: ['string', 'null'] },
-        error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} } },
+        rev: { type: ['integer', 'null'], minimum: 1, description: 'the resource\'s rev as of the failure, null when the caller has no such resource' },
+        error: {
+          type: 'object',
+          required: ['code', 'message'],
+          properties: {
+            code: { type: 'string' },
+            message: { type: 'string' },
+            details: {
+              description: 'with PRECONDITION_FAILED (a stale baseRev): {"rev": <current>, "deleted": <bool>}',
+              type: 'object',
+              properties: { rev: { type: 'integer', minimum: 1 }, deleted: { type: 'boolean' } },
+            },
+          },
+        },
       },
     },
     SyncResponse: {
@@ -204,7 +269,7 @@ export const components = {
     },
     Change: {
       type: 'object',
-      required: ['id', 'type', 'name', 'parentId', 'deleted', 'rev', 'updatedAt'],
+      required: ['id', 'type', 'name', 'parentId', 'deleted', 'rev', 'updatedAt', 'deviceId'],
       description: 'a resource as of the response; size, mimeType and sha256 for files only (sha256 once it has content)',
       properties: {
         id: ID,
@@ -214,6 +279,14 @@ export const components = {
         deleted: { type: 'boolean' },
         rev: { type: 'integer', minimum: 1, description: '1 at creation, grows with every change' },
         updatedAt: TIMESTAMP,
+        deviceId: {
+          anyOf: [ID, { const: '' }],
+          description: [
+            'the device whose request made the resource\'s latest change (a sync op, an upload, a content replacement, a delete, a',
+            'restore or a purge through the API); empty when no device made it (the scheduled purge). A client skips items whose',
+            'deviceId is its own and whose rev it already holds.',
+          ].join(' '),
+        },
         size: { type: 'integer', minimum: 0 },
         mimeType: { type: 'string' },
         sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },

@@ -59,7 +59,7 @@ export const replaceContentOperation = {
     '400': error('a malformed digest header, or bytes that do not match it (INVALID_REQUEST)'),
     '401': { $ref: '#/components/responses/Unauthorized' },
     '404': error('a folder, or an id that is malformed, absent, deleted or another user’s (NOT_FOUND)'),
-    '412': error('If-Match or If-None-Match does not hold (PRECONDITION_FAILED); nothing changes'),
+    '412': { $ref: '#/components/responses/ContentConflict' },
     '413': error('larger than MAX_UPLOAD_BYTES (FILE_TOO_LARGE); nothing of it is kept'),
     '503': { $ref: '#/components/responses/Unavailable' },
   },

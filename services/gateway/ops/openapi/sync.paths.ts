@@ -10,7 +10,9 @@ export const syncPaths = {
       description: [
         'Ops apply in batch order and stop at the first failing one (SPEC 4.10). Batches of one device apply one at a',
         'time in the order they were accepted; an op this device already processed is reported as `duplicate`.',
-        'The body is parsed without loss: 64-bit opIds are echoed exactly as sent. Retrying a batch is safe.',
+        'The body is parsed without loss: 64-bit opIds are echoed exactly as sent (send them as strings). Retrying a batch is safe.',
+        'Every result carries the resource\'s rev after the op; update, move and delete may carry baseRev to apply only while',
+        'the resource is still at that rev (else PRECONDITION_FAILED with details {rev, deleted}, and the batch stops there).',
       ].join(' '),
       requestBody: { required: true, content: json(ref('SyncRequest')) },
       responses: {
@@ -47,6 +49,7 @@ export const syncPaths = {
         'with `deleted: true`. Pass back each response\'s `cursor`: nothing is skipped and no unchanged resource repeats,',
         'whichever gateway or worker committed the change. `hasMore` true: ask again at once. With `wait` and nothing new, the',
         'request is held until a change of the caller commits anywhere, or answers after `wait` seconds with no items and the same cursor.',
+        'Every item carries the deviceId of the device whose request made its latest change (empty for the scheduled purge).',
       ].join(' '),
       parameters: [
         { name: 'cursor', in: 'query', description: 'opaque, from a previous response of this user; absent: from the beginning', schema: { type: 'string' } },

@@ -26,11 +26,15 @@ const TUS_HEADERS = {
 };
 
 const metadataDescription = [
-  'Comma-separated `key base64(value)` pairs. Keys: `name` (required; the rules of file names),',
-  '`folderId` (where the new file goes; absent or empty: the root), `id` (the new resource id, as in',
-  'POST /files) or `fileId` (replace that file\'s content instead, as PUT /files/{id}/content), `sha256`',
-  '(64 hex characters the bytes must hash to), and optionally `filetype` or `type` (the media type).',
+  'Comma-separated `key base64(value)` pairs, at most 4 KiB (400 beyond). Keys: `name` (the rules of file names;',
+  'required for a new file, and left out or ignored with `fileId`: tus never renames), `folderId` (where the new file',
+  'goes; absent or empty: the root), `id` (the new resource id, as in POST /files) or `fileId` (replace that file\'s',
+  'content instead, as PUT /files/{id}/content), `sha256` (64 hex characters the bytes must hash to), and optionally',
+  '`filetype` or `type` (the media type). Other keys (`relativePath`, ...) are accepted and ignored: neither stored nor',
+  'echoed back by HEAD.',
 ].join(' ');
+const conflict = { $ref: '#/components/responses/ContentConflict' };
+const malformedUrl = 'a URL whose percent-encoding does not decode (INVALID_REQUEST)';
 
 export const uploadPaths = {
   '/v1/uploads': {
@@ -47,8 +51,11 @@ export const uploadPaths = {
       summary: 'Create a resumable upload (tus creation)',
       description: [
         'The upload belongs to the caller: anyone else gets 404 on it. With `fileId`, an `If-Match: "<sha256>"`',
-        'or `If-None-Match: *` given here is checked when the content is replaced, as PUT /files/{id}/content does.',
-        'The target folder (or file) is checked now and again at completion.',
+        'or `If-None-Match: *` given here is checked now and again when the last byte arrives, with the 412 of',
+        'PUT /files/{id}/content (its details give the file\'s current rev and sha256).',
+        'The target folder (or file) is checked now and again at completion. A user has at most MAX_OPEN_UPLOADS',
+        '(default 20) unfinished uploads: the next creation gets 429 with Retry-After until one finishes, is terminated',
+        'or expires.',
       ].join(' '),
       parameters: [
         TUS_RESUMABLE,
@@ -62,11 +69,21 @@ export const uploadPaths = {
           description: 'created; PATCH the bytes to the Location',
           headers: { Location: header('/v1/uploads/{id}'), 'Upload-Expires': EXPIRES, 'Tus-Resumable': header('1.0.0') },
         },
-        '400': error('Upload-Length missing, or metadata invalid: name missing or invalid, malformed ids, both id and fileId, malformed sha256 (INVALID_REQUEST)'),
+        '400': error(
+          `Upload-Length missing, Upload-Metadata over 4 KiB, or metadata invalid: name missing (without fileId) or invalid, malformed ids, both id and fileId, malformed sha256; or ${malformedUrl}`,
+        ),
         '401': error('missing or invalid token (UNAUTHORIZED)'),
         '404': error('folderId is not an active folder of the caller, or fileId not an active file of the caller (NOT_FOUND)'),
-        '412': error('Tus-Resumable missing (PRECONDITION_FAILED)'),
+        '412': {
+          ...conflict,
+          description: 'with fileId, an If-Match / If-None-Match that does not hold: details {rev, sha256} (PRECONDITION_FAILED); a missing Tus-Resumable is a 412 without details',
+        },
         '413': error('Upload-Length over MAX_UPLOAD_BYTES (FILE_TOO_LARGE)'),
+        '429': {
+          description: 'the caller already has MAX_OPEN_UPLOADS unfinished uploads (RATE_LIMITED)',
+          headers: { 'Retry-After': header('seconds after which a place may be free', { type: 'integer' }) },
+          content: errorBody,
+        },
       },
     },
   },
@@ -87,8 +104,15 @@ export const uploadPaths = {
       responses: {
         '200': {
           description: 'the upload',
-          headers: { 'Upload-Offset': OFFSET, 'Upload-Length': header('total size', { type: 'integer' }), 'Upload-Expires': EXPIRES, 'Cache-Control': header('no-store') },
+          headers: {
+            'Upload-Offset': OFFSET,
+            'Upload-Length': header('total size', { type: 'integer' }),
+            'Upload-Expires': EXPIRES,
+            'Upload-Metadata': header('the contract\'s keys (name, folderId, id, fileId, sha256) as the client sent them; nothing else'),
+            'Cache-Control': header('no-store'),
+          },
         },
+        '400': bare(malformedUrl),
         '401': bare('missing or invalid token'),
         '404': bare('no such upload of the caller (finished, terminated, removed after expiry, or another user\'s)'),
         '410': bare('expired, its bytes not yet removed by the scheduled job'),
@@ -117,12 +141,15 @@ export const uploadPaths = {
           content: { 'application/json': { schema: { $ref: '#/components/schemas/File' } } },
         },
         '204': { description: 'bytes stored', headers: { 'Upload-Offset': OFFSET, 'Upload-Expires': EXPIRES } },
-        '400': error('at completion: sha256 mismatch, or id already in use (INVALID_REQUEST)'),
+        '400': error(`at completion: sha256 mismatch, or id already in use; or ${malformedUrl}`),
         '401': error('missing or invalid token (UNAUTHORIZED)'),
         '404': error('no such upload of the caller; at completion, the folder or file is gone (NOT_FOUND)'),
         '410': error('the upload expired (NOT_FOUND)'),
         '409': error('Upload-Offset is not the current offset (INVALID_REQUEST), or at completion a name clash (NAME_CONFLICT)'),
-        '412': error('Tus-Resumable missing, or at completion an If-Match / If-None-Match that does not hold (PRECONDITION_FAILED)'),
+        '412': {
+          ...conflict,
+          description: 'at completion an If-Match / If-None-Match that does not hold: details {rev, sha256}, and the bytes are removed (PRECONDITION_FAILED); a missing Tus-Resumable is a 412 without details',
+        },
         '413': error('more bytes than Upload-Length (FILE_TOO_LARGE)'),
       },
     },
@@ -132,7 +159,8 @@ export const uploadPaths = {
       summary: 'Terminate an upload: its bytes are removed (tus termination)',
       parameters: [UPLOAD_ID, TUS_RESUMABLE],
       responses: {
-        '204': { description: 'removed' },
+        '204': { description: 'removed; its place among the caller\'s MAX_OPEN_UPLOADS is free again' },
+        '400': error(malformedUrl),
         '401': error('missing or invalid token (UNAUTHORIZED)'),
         '404': error('no such upload of the caller (NOT_FOUND)'),
       },
