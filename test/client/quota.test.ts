@@ -30,7 +30,7 @@ beforeAll(async () => {
       });
       return;
     }
-    const upstream = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
+    const upstream = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent: false }, (up) => {
       res.writeHead(up.statusCode ?? 502, up.headers);
       up.pipe(res);
     });
@@ -42,6 +42,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  proxy.closeAllConnections();
   await new Promise((resolve) => proxy.close(resolve));
   await stack.close();
 });
