@@ -14,6 +14,9 @@ install=$(awk '/^## Run it/{f=1} f && /^npm ci/{print; exit}' "$root/README.md" 
 [ -n "$install" ] || { echo "check-production-install: no 'npm ci' run line under '## Run it' in README.md"; exit 1; }
 
 cp -r "$root/package.json" "$root/package-lock.json" "$root/tsconfig.json" "$root/tsconfig.build.json" "$root/shared" "$root/services" "$work/"
+# The client workspace: npm ci links it and the build compiles it (its sources only, not its build output).
+mkdir "$work/clients"
+cp -r "$root/clients/package.json" "$root/clients/tsconfig.json" "$root/clients/bin" "$root/clients/src" "$work/clients/"
 cd "$work"
 echo "check-production-install: NODE_ENV=production $install"
 NODE_ENV=production bash -c "$install --no-audit --no-fund" >/dev/null

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,redis-cluster,s3,sync-scale,search-1m] [-- --cpu-prof]`
+ * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,redis-cluster,s3,client,sync-scale,search-1m] [-- --cpu-prof]`
  *
  * Starts the built gateway and worker as real processes on a database, upload directory and queue
  * prefix of their own, measures each scenario through the HTTP API next to its ceiling measured in
@@ -26,6 +26,7 @@ import { runSyncScale } from './sync.scale';
 import { runTransfer } from './transfer.bench';
 import { runChanges } from './changes.bench';
 import { runNoisy } from './noisy.bench';
+import { runClient } from './client.bench';
 import { runTus } from './tus.bench';
 import { runDav } from './dav.bench';
 import { runQuota } from './quota.bench';
@@ -45,6 +46,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> 
   // Each starts a second service of its own (on a Redis Cluster, on an RGW) and stops it when done.
   'redis-cluster': runRedisCluster,
   s3: runS3,
+  client: runClient,
   // Last: it starts worker processes of its own (and stops them when done).
   'sync-scale': runSyncScale,
 };
@@ -66,7 +68,7 @@ function parseArgs(argv: string[]): Args {
     else if (arg.startsWith('--only=')) args.only = arg.slice('--only='.length).split(',').filter(Boolean);
     else if (arg.startsWith('--out=')) args.outDir = path.resolve(arg.slice('--out='.length));
     else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,redis-cluster,s3,sync-scale,search-1m] [--cpu-prof] [--out=dir]');
+      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,redis-cluster,s3,client,sync-scale,search-1m] [--cpu-prof] [--out=dir]');
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}`);
   }

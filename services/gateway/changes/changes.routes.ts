@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { invalid } from '../../../shared/errors';
 import type { ResourceRecord } from '../../../shared/db/resource.repository';
+import type { Change } from '../../../shared/protocol';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { queryString } from '../http/request';
 import type { ChangesService } from './changes.service';
@@ -10,8 +11,8 @@ export const FEED_MAX_LIMIT = 1000;
 export const FEED_MAX_WAIT_SECONDS = 60;
 
 /** One resource in the feed, as of the response. */
-export function toChangeView(r: ResourceRecord) {
-  const view: Record<string, unknown> = {
+export function toChangeView(r: ResourceRecord): Change {
+  const view: Change = {
     id: r.id,
     type: r.type,
     name: r.name,

@@ -1,0 +1,266 @@
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import type { BaseNode, RemoteNode } from './journal';
+import { byDepth, foldersWithUnseen, remoteChanged, type Matched } from './match';
+import { LiveTree } from './live.tree';
+import { checkGuard, localSha, statOf, toBase, type SyncContext } from './context';
+import { conflictedName, joinPath } from './scan';
+
+const exists = async (full: string) => (await statOf(full)) !== undefined;
+
+/**
+ * The pull half of a pass: brings every change the server holds beyond the merge base to disk.
+ * Local changes are left for the push half, except where both sides changed the same thing: then
+ * the server's version (accepted first) keeps the place and the local one is kept as a conflicted
+ * copy. Answers the number of actions taken.
+ */
+export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNode>, base: Map<string, BaseNode>, matched: Matched): Promise<number> {
+  const live = new LiveTree(matched);
+  const j = ctx.journal;
+  const r = ctx.reporter;
+  let actions = 0;
+  const full = (id: string) => join(ctx.dir, live.disk(id) ?? '');
+  // The scanned entry of a node at the place the pass has moved it to.
+  const entryOf = (id: string) => {
+    const e = matched.local.get(id)!.entry;
+    return { ...e, disk: live.disk(id) ?? e.disk };
+  };
+
+  // The guard counts first: deletions of unchanged local files the server deleted.
+  const doomed = [...base.values()].filter((b) => b.type === 'file' && !remote.has(b.id) && matched.local.has(b.id) && !matched.unknown.has(b.id));
+  checkGuard(ctx, 'local', doomed.length, [...base.values()].filter((b) => b.type === 'file').length);
+
+  const keepAsCopy = async (id: string): Promise<string | undefined> => {
+    const node = live.get(id);
+    if (!node) return undefined;
+    const copy = conflictedName(node.name, ctx.session.deviceName);
+    const from = live.disk(id)!;
+    const parentDisk = live.disk(node.parentId) ?? '';
+    if (await exists(join(ctx.dir, parentDisk, copy))) return undefined;
+    await fs.rename(join(ctx.dir, from), join(ctx.dir, parentDisk, copy));
+    live.set(id, node.parentId, copy, node.type);
+    const copyPath = live.path(id)!;
+    r.line(`conflict: kept ${live.path(node.parentId) ? `${live.path(node.parentId)}/` : ''}${node.name} as ${copyPath}`);
+    j.addConflict(copyPath);
+    return copyPath;
+  };
+
+  // A local item that took a name by a local create or move (not yet sent) gives it up to the server's.
+  const yieldsName = async (id: string): Promise<boolean> => {
+    const l = matched.local.get(id);
+    const b = base.get(id);
+    if (!l || l.parentId !== live.get(id)?.parentId || l.name !== live.get(id)?.name) return false;
+    return l.isNew || (b !== undefined && (b.parentId !== l.parentId || b.name !== l.name));
+  };
+
+  // On a case-insensitive disk, a server name that differs only in case from a sibling's is renamed
+  // on the server to a conflicted copy (the second one keeps both), then comes down under that name.
+  const caseClash = async (rn: RemoteNode): Promise<boolean> => {
+    if (!ctx.caseInsensitive) return false;
+    const other = live.childFolded(rn.parentId, rn.name);
+    if (other === undefined || other === rn.id || live.get(other)?.name === rn.name) return false;
+    const copy = conflictedName(rn.name, ctx.session.deviceName);
+    const res = await ctx.session.authed(() =>
+      ctx.session.client.syncOps([{ opId: j.nextOpId(), type: 'update', resourceId: rn.id, baseRev: rn.rev, payload: { name: copy } }], ctx.signal),
+    );
+    const parent = live.path(rn.parentId);
+    if (res.failed === null) {
+      r.line(`conflict: kept ${parent ? `${parent}/` : ''}${rn.name} as ${parent ? `${parent}/` : ''}${copy}`);
+      j.addConflict(parent ? `${parent}/${copy}` : copy);
+    }
+    ctx.pending++;
+    return true;
+  };
+
+  const download = async (node: RemoteNode, target: string, expect: { mtimeMs: number; size: number } | undefined): Promise<boolean> => {
+    const label = live.path(node.parentId) === undefined ? node.name : joinPath(live.path(node.parentId)!, node.name);
+    const got = await ctx.transfers.download(node.id, label, node.size);
+    if (got.expected !== undefined && got.expected !== got.sha256) {
+      await fs.rm(got.tmp, { force: true });
+      r.error(`download of ${label} did not match its digest; it will be fetched again`);
+      return false;
+    }
+    // A local write since the scan wins the place: the download waits for the next pass.
+    const now = await statOf(target);
+    if ((now && !expect) || (now && expect && (now.mtimeMs !== expect.mtimeMs || now.size !== expect.size))) {
+      await fs.rm(got.tmp, { force: true });
+      return false;
+    }
+    await fs.rename(got.tmp, target);
+    const st = await statOf(target);
+    j.putBase(toBase({ ...node, sha256: got.sha256, size: st?.size ?? node.size }, st));
+    r.line(`downloaded ${label}`);
+    return true;
+  };
+
+  const unseen = foldersWithUnseen(remote, base);
+  const fresh: { node: RemoteNode; target: string }[] = [];
+  for (const id of byDepth(remote)) {
+    if (ctx.signal.aborted) break;
+    const rn = remote.get(id)!;
+    const b = base.get(id);
+    if (b && !remoteChanged(rn, b)) {
+      if (b.rev !== rn.rev) j.putBase({ ...b, rev: rn.rev, size: b.size });
+      // A folder deleted here while the server put something new in it comes back to hold that.
+      const back = rn.type === 'folder' && !live.has(id) && unseen.has(id) && !matched.unknown.has(id) && live.has(rn.parentId);
+      if (!back) continue;
+      const target = join(ctx.dir, live.disk(rn.parentId)!, rn.name);
+      if (await exists(target)) continue;
+      await fs.mkdir(target);
+      live.set(id, rn.parentId, rn.name, 'folder');
+      j.putBase(toBase(rn, await statOf(target)));
+      r.line(`created ${joinPath(live.path(rn.parentId)!, rn.name)}/`);
+      actions++;
+      continue;
+    }
+    if (matched.unknown.has(id) || !live.has(rn.parentId)) continue;
+    const parentPath = live.path(rn.parentId)!;
+    const targetPath = joinPath(parentPath, rn.name);
+    if (ctx.ignored(targetPath, rn.type === 'folder')) continue;
+    const target = join(ctx.dir, live.disk(rn.parentId)!, rn.name);
+    const here = live.get(id);
+
+    if (b && here) {
+      // Place: the server's move wins over a local one.
+      if (here.parentId !== rn.parentId || here.name !== rn.name) {
+        if (await caseClash(rn)) continue;
+        const occupant = live.childNamed(rn.parentId, rn.name);
+        if (occupant !== undefined && occupant !== id) {
+          // Something new here, or moved here, holds the name the server gave first: it yields.
+          if (!(await yieldsName(occupant)) || (await keepAsCopy(occupant)) === undefined) continue;
+          actions++;
+        }
+        const from = live.path(id)!;
+        await fs.rename(full(id), target);
+        live.set(id, rn.parentId, rn.name, rn.type);
+        r.line(`${here.parentId === rn.parentId ? 'renamed' : 'moved'} ${from} -> ${targetPath}`);
+        actions++;
+      }
+      let stat = await statOf(full(id));
+      if (rn.type === 'file' && rn.sha256 !== b.sha256) {
+        const entry = entryOf(id);
+        const mine = await localSha(ctx, entry, b);
+        if (mine !== b.sha256 && mine !== rn.sha256) {
+          if ((await keepAsCopy(id)) === undefined) continue;
+          live.set(id, rn.parentId, rn.name, 'file');
+          if (rn.sha256) await download(rn, target, undefined);
+          actions++;
+          continue;
+        }
+        if (mine === b.sha256 && rn.sha256) {
+          if (await download(rn, target, entry)) actions++;
+          continue;
+        }
+        if (!rn.sha256) continue;
+        stat = await statOf(full(id));
+      }
+      const contentSame = rn.type === 'folder' || (stat !== undefined && (await localSha(ctx, { ...entryOf(id), ...stat }, b)) === rn.sha256);
+      j.putBase(contentSame ? toBase(rn, stat) : { ...toBase(rn, undefined), sha256: b.sha256, size: b.size });
+      continue;
+    }
+
+    if (b && !here) {
+      if (rn.type === 'file' && rn.sha256 === b.sha256) {
+        // Deleted here, only moved there: the deletion is pushed with the server's latest rev.
+        j.putBase({ ...b, parentId: rn.parentId, name: rn.name, rev: rn.rev });
+        continue;
+      }
+      j.dropBase(id);
+    }
+
+    // New on the server (or to be brought back: an edit there wins over a deletion here).
+    if (await caseClash(rn)) continue;
+    const sameName = live.childNamed(rn.parentId, rn.name);
+    if (sameName !== undefined) {
+      let mine = matched.local.get(sameName);
+      const goneThere = mine && !mine.isNew && !remote.has(sameName) && base.has(sameName);
+      if (goneThere && mine!.entry.type === 'file') {
+        // Deleted on the server, and its name now holds something else: settled here, before the name is used.
+        const b0 = base.get(sameName)!;
+        const entry = { ...mine!.entry, disk: live.disk(sameName) ?? mine!.entry.disk };
+        j.dropBase(sameName);
+        if ((await localSha(ctx, entry, b0)) === b0.sha256) {
+          const gonePath = live.path(sameName)!;
+          await fs.rm(full(sameName), { force: true });
+          live.remove(sameName);
+          r.line(`deleted ${gonePath}`);
+          actions++;
+        } else mine = { ...mine!, isNew: true };
+      }
+      if (!live.has(sameName)) {
+        /* the name is free now */
+      } else if (mine && !mine.isNew && (await yieldsName(sameName))) {
+        // A local rename onto a name the server gave to something else first: the local one yields.
+        if ((await keepAsCopy(sameName)) === undefined) continue;
+        actions++;
+      } else if (!mine?.isNew) continue;
+      else {
+        const entry = { ...mine.entry, disk: live.disk(sameName) ?? mine.entry.disk };
+        const same = mine.entry.type === rn.type && (rn.type === 'folder' || (rn.sha256 !== '' && (await localSha(ctx, entry, undefined)) === rn.sha256));
+        if (same) {
+          // Created on both sides alike: linked, nothing copied.
+          live.rekey(sameName, id);
+          j.putBase(toBase(rn, await statOf(target)));
+          actions++;
+          continue;
+        }
+        if ((await keepAsCopy(sameName)) === undefined) continue;
+        actions++;
+      }
+    } else if (await exists(target)) continue;
+    if (rn.type === 'folder') {
+      await fs.mkdir(target);
+      live.set(id, rn.parentId, rn.name, 'folder');
+      j.putBase(toBase(rn, await statOf(target)));
+      r.line(`created ${targetPath}/`);
+      actions++;
+    } else if (rn.sha256) {
+      // The name is taken now; the bytes come below, several files at a time.
+      live.set(id, rn.parentId, rn.name, 'file');
+      fresh.push({ node: rn, target });
+    }
+  }
+  const fetchNext = async (): Promise<void> => {
+    for (let next = fresh.shift(); next && !ctx.signal.aborted; next = fresh.shift()) {
+      if (await download(next.node, next.target, undefined)) actions++;
+      else live.remove(next.node.id);
+    }
+  };
+  await Promise.all([fetchNext(), fetchNext(), fetchNext(), fetchNext()]);
+
+  // Deleted on the server: children first; an edited file or a folder still holding something stays.
+  const gone = byDepth(base).filter((id) => !remote.has(id)).reverse();
+  for (const id of gone) {
+    if (ctx.signal.aborted) break;
+    const b = base.get(id)!;
+    if (matched.unknown.has(id)) continue;
+    const here = live.get(id);
+    if (!here) {
+      j.dropBase(id);
+      continue;
+    }
+    const path = live.path(id)!;
+    if (b.type === 'file') {
+      const entry = matched.local.has(id) ? entryOf(id) : undefined;
+      const st = await statOf(full(id));
+      if (entry && st && (await localSha(ctx, { ...entry, ...st }, b)) === b.sha256) {
+        await fs.rm(full(id), { force: true });
+        live.remove(id);
+        r.line(`deleted ${path}`);
+        actions++;
+      }
+      j.dropBase(id);
+      continue;
+    }
+    try {
+      await fs.rmdir(full(id));
+      live.remove(id);
+      r.line(`deleted ${path}/`);
+      actions++;
+    } catch {
+      /* not empty: it stays, and is sent again with what it holds */
+    }
+    j.dropBase(id);
+  }
+  return actions;
+}

@@ -1,0 +1,67 @@
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import type { Journal, BaseNode, RemoteNode } from './journal';
+import type { Reporter } from './output';
+import type { Session } from './session';
+import type { Transfers } from './transfers';
+import type { LocalEntry } from './scan';
+import { sha256File } from './scan';
+
+/** What one sync run shares between its passes. */
+export interface SyncContext {
+  dir: string;
+  journal: Journal;
+  session: Session;
+  reporter: Reporter;
+  transfers: Transfers;
+  ignored: (path: string, isFolder: boolean) => boolean;
+  force: boolean;
+  signal: AbortSignal;
+  /** Set when a content was refused for the quota during the run: `--once` then exits 1. */
+  quotaExceeded: boolean;
+  /** Changes refused for a state the next pull settles (a stale baseRev, a name taken): another pass is due. */
+  pending: number;
+  /** DIR is on a case-insensitive file system: two server names differing only in case cannot both live there. */
+  caseInsensitive: boolean;
+}
+
+/** Whether DIR's file system folds case, probed once in the state folder. */
+export async function foldsCase(dir: string): Promise<boolean> {
+  const probe = join(dir, '.filesync', 'case-probe');
+  await fs.writeFile(probe, '');
+  try {
+    return (await statOf(join(dir, '.filesync', 'CASE-PROBE'))) !== undefined;
+  } finally {
+    await fs.rm(probe, { force: true });
+  }
+}
+
+/** The deletion guard stopped the pass before it deleted anything (exit 1). */
+export class GuardError extends Error {}
+
+/** More than half of the files on a side, and more than 10, needs `--force`. */
+export function checkGuard(ctx: SyncContext, side: 'local' | 'server', deletions: number, files: number): void {
+  if (ctx.force || deletions <= 10 || deletions * 2 <= files) return;
+  throw new GuardError(
+    `deletion guard: this pass would delete ${deletions} of ${files} files on the ${side} side; nothing was deleted (run with --force if that is intended)`,
+  );
+}
+
+/** Whether a local file still holds the base's bytes, hashing it only when its size or mtime moved. */
+export async function localSha(ctx: SyncContext, entry: LocalEntry, base: BaseNode | undefined): Promise<string> {
+  if (base && base.type === 'file' && entry.size === base.size && entry.mtimeMs === base.mtimeMs) return base.sha256;
+  return sha256File(join(ctx.dir, entry.disk));
+}
+
+export function toBase(r: RemoteNode, stat: { mtimeMs: number; ino: number } | undefined): BaseNode {
+  return { ...r, mtimeMs: stat?.mtimeMs ?? -1, ino: stat?.ino ?? -1 };
+}
+
+export async function statOf(full: string): Promise<{ mtimeMs: number; ino: number; size: number } | undefined> {
+  try {
+    const st = await fs.lstat(full);
+    return { mtimeMs: st.mtimeMs, ino: st.ino, size: st.size };
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,86 @@
+import { promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import type { Change } from '../../../shared/protocol';
+import { applyRemote } from './apply.remote';
+import type { SyncContext } from './context';
+import { STATE_DIR } from './journal';
+import { matchLocal } from './match';
+import { flushOutbox, pushLocal } from './push.local';
+import { baseName, conflictedName, loadIgnore, parentOf, scanLocal, type LocalScan } from './scan';
+
+/** Reads the change feed from the journal's cursor into the journal's remote tree. */
+export async function pull(ctx: SyncContext): Promise<number> {
+  const j = ctx.journal;
+  let cursor = j.get('cursor');
+  let seen = 0;
+  for (;;) {
+    const page = await ctx.session.authed(() => ctx.session.client.changes({ cursor, limit: 1000, signal: ctx.signal }));
+    j.tx(() => {
+      for (const c of page.items as Change[]) {
+        // Echo suppression: this device's own change, already applied to the journal by its result.
+        if (c.deviceId && c.deviceId === ctx.session.deviceId && (j.remoteRev(c.id) ?? 0) >= c.rev) continue;
+        if (c.deleted) j.dropRemote(c.id);
+        else {
+          j.putRemote({
+            id: c.id,
+            parentId: c.parentId,
+            name: c.name.normalize('NFC'),
+            type: c.type,
+            rev: c.rev,
+            sha256: c.sha256 ?? '',
+            size: c.size ?? 0,
+          });
+        }
+      }
+      j.set('cursor', page.cursor);
+    });
+    seen += page.items.length;
+    cursor = page.cursor;
+    if (!page.hasMore) return seen;
+  }
+}
+
+/** Two local names equal after NFC: the second is renamed to a conflicted copy before anything else. */
+async function separateClashes(ctx: SyncContext, scan: LocalScan): Promise<boolean> {
+  for (const e of scan.clashes) {
+    const copy = conflictedName(baseName(e.path), ctx.session.deviceName);
+    const parent = parentOf(e.disk);
+    const to = parent ? `${parent}/${copy}` : copy;
+    await fs.rename(join(ctx.dir, e.disk), join(ctx.dir, to));
+    ctx.reporter.line(`conflict: kept ${e.path} as ${to.normalize('NFC')}`);
+    ctx.journal.addConflict(to.normalize('NFC'));
+  }
+  return scan.clashes.length > 0;
+}
+
+/** One pass: pull the feed, bring the server's changes to disk, then push the local ones. */
+export async function runPass(ctx: SyncContext): Promise<number> {
+  ctx.ignored = await loadIgnore(ctx.dir);
+  ctx.pending = 0;
+  await pull(ctx);
+  const j = ctx.journal;
+  const remote = j.remote();
+  let scan = await scanLocal(ctx.dir, ctx.ignored);
+  let actions = 0;
+  if (await separateClashes(ctx, scan)) {
+    actions++;
+    scan = await scanLocal(ctx.dir, ctx.ignored);
+  }
+  const pulled = await applyRemote(ctx, remote, j.base(), matchLocal(j.base(), scan, ctx.ignored));
+  if (pulled > 0) scan = await scanLocal(ctx.dir, ctx.ignored);
+  const base = j.base();
+  actions += pulled + (await pushLocal(ctx, remote, base, matchLocal(base, scan, ctx.ignored)));
+  return actions + ctx.pending;
+}
+
+/** `sync --once`: passes until one finds nothing to do. */
+export async function syncOnce(ctx: SyncContext): Promise<void> {
+  // Downloads a killed run left half-way are started again from their first byte.
+  const tmp = join(ctx.dir, STATE_DIR, 'tmp');
+  for (const name of await fs.readdir(tmp).catch(() => [] as string[])) await fs.rm(join(tmp, name), { force: true });
+  await flushOutbox(ctx);
+  for (let i = 0; i < 12 && !ctx.signal.aborted; i++) {
+    if ((await runPass(ctx)) === 0) break;
+  }
+  if (!ctx.signal.aborted) ctx.journal.set('last_sync', new Date().toISOString());
+}

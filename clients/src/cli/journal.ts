@@ -1,0 +1,181 @@
+import Database from 'better-sqlite3';
+import { chmodSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The state folder inside the synced folder; it is never synced. */
+export const STATE_DIR = '.filesync';
+export const IGNORE_FILE = '.filesyncignore';
+
+/** What the service holds of one resource, as the change feed last said (deleted ones are removed). */
+export interface RemoteNode {
+  id: string;
+  parentId: string;
+  name: string;
+  type: 'file' | 'folder';
+  rev: number;
+  sha256: string;
+  size: number;
+}
+
+/** The merge base: the state of one resource both sides last agreed on, with its local identity. */
+export interface BaseNode extends RemoteNode {
+  mtimeMs: number;
+  ino: number;
+}
+
+/** A resumable upload in flight: the resource it creates or replaces, the bytes, its tus address. */
+export interface PendingUpload {
+  id: string;
+  path: string;
+  sha256: string;
+  url: string;
+}
+
+/**
+ * The client's journal: one SQLite file in WAL mode under `DIR/.filesync/`, written in small
+ * transactions so that a kill at any moment leaves a consistent merge base behind.
+ */
+export class Journal {
+  readonly db: Database.Database;
+
+  constructor(dir: string) {
+    const stateDir = join(dir, STATE_DIR);
+    mkdirSync(join(stateDir, 'tmp'), { recursive: true, mode: 0o700 });
+    const file = join(stateDir, 'journal.db');
+    this.db = new Database(file);
+    chmodSync(file, 0o600);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS remote (id TEXT PRIMARY KEY, parent_id TEXT NOT NULL, name TEXT NOT NULL,
+        type TEXT NOT NULL, rev INTEGER NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS base (id TEXT PRIMARY KEY, parent_id TEXT NOT NULL, name TEXT NOT NULL,
+        type TEXT NOT NULL, rev INTEGER NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL,
+        mtime_ms REAL NOT NULL, ino INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS outbox (op_id TEXT PRIMARY KEY, op TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS uploads (id TEXT PRIMARY KEY, path TEXT NOT NULL, sha256 TEXT NOT NULL, url TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS conflicts (path TEXT NOT NULL, created_at TEXT NOT NULL);
+    `);
+    for (const f of ['journal.db-wal', 'journal.db-shm']) {
+      try {
+        chmodSync(join(stateDir, f), 0o600);
+      } catch {
+        /* not there yet */
+      }
+    }
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  get(key: string): string | undefined {
+    return (this.db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined)?.value;
+  }
+
+  set(key: string, value: string | undefined): void {
+    if (value === undefined) this.db.prepare('DELETE FROM meta WHERE key = ?').run(key);
+    else this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
+  }
+
+  tx<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+
+  remote(): Map<string, RemoteNode> {
+    const rows = this.db.prepare('SELECT id, parent_id AS parentId, name, type, rev, sha256, size FROM remote').all() as RemoteNode[];
+    return new Map(rows.map((r) => [r.id, r]));
+  }
+
+  putRemote(n: RemoteNode): void {
+    this.db
+      .prepare(
+        `INSERT INTO remote (id, parent_id, name, type, rev, sha256, size) VALUES (@id, @parentId, @name, @type, @rev, @sha256, @size)
+         ON CONFLICT(id) DO UPDATE SET parent_id = excluded.parent_id, name = excluded.name, type = excluded.type,
+         rev = excluded.rev, sha256 = excluded.sha256, size = excluded.size`,
+      )
+      .run(n);
+  }
+
+  remoteRev(id: string): number | undefined {
+    return (this.db.prepare('SELECT rev FROM remote WHERE id = ?').get(id) as { rev: number } | undefined)?.rev;
+  }
+
+  dropRemote(id: string): void {
+    this.db.prepare('DELETE FROM remote WHERE id = ?').run(id);
+  }
+
+  base(): Map<string, BaseNode> {
+    const rows = this.db
+      .prepare('SELECT id, parent_id AS parentId, name, type, rev, sha256, size, mtime_ms AS mtimeMs, ino FROM base')
+      .all() as BaseNode[];
+    return new Map(rows.map((r) => [r.id, r]));
+  }
+
+  putBase(n: BaseNode): void {
+    this.db
+      .prepare(
+        `INSERT INTO base (id, parent_id, name, type, rev, sha256, size, mtime_ms, ino)
+         VALUES (@id, @parentId, @name, @type, @rev, @sha256, @size, @mtimeMs, @ino)
+         ON CONFLICT(id) DO UPDATE SET parent_id = excluded.parent_id, name = excluded.name, type = excluded.type,
+         rev = excluded.rev, sha256 = excluded.sha256, size = excluded.size, mtime_ms = excluded.mtime_ms, ino = excluded.ino`,
+      )
+      .run(n);
+  }
+
+  dropBase(id: string): void {
+    this.db.prepare('DELETE FROM base WHERE id = ?').run(id);
+  }
+
+  outbox(): { opId: string; op: string }[] {
+    return this.db.prepare('SELECT op_id AS opId, op FROM outbox ORDER BY rowid').all() as { opId: string; op: string }[];
+  }
+
+  putOutbox(ops: { opId: string }[]): void {
+    const put = this.db.prepare('INSERT OR REPLACE INTO outbox (op_id, op) VALUES (?, ?)');
+    this.tx(() => ops.forEach((op) => put.run(op.opId, JSON.stringify(op))));
+  }
+
+  clearOutbox(opIds: string[]): void {
+    const del = this.db.prepare('DELETE FROM outbox WHERE op_id = ?');
+    this.tx(() => opIds.forEach((id) => del.run(id)));
+  }
+
+  /** The next 64-bit operation id of this device, as a decimal string; never reused. */
+  nextOpId(): string {
+    return this.tx(() => {
+      const last = BigInt(this.get('last_op_id') ?? String(BigInt(Date.now()) * 1000n));
+      const next = (last + 1n).toString();
+      this.set('last_op_id', next);
+      return next;
+    });
+  }
+
+  /** The upload started for these bytes: of that resource, or of a new file at that path. */
+  upload(id: string, path: string, sha256: string): PendingUpload | undefined {
+    return this.db
+      .prepare('SELECT id, path, sha256, url FROM uploads WHERE (id = ? OR path = ?) AND sha256 = ? LIMIT 1')
+      .get(id, path, sha256) as PendingUpload | undefined;
+  }
+
+  putUpload(u: PendingUpload): void {
+    this.db.prepare('INSERT OR REPLACE INTO uploads (id, path, sha256, url) VALUES (@id, @path, @sha256, @url)').run(u);
+  }
+
+  dropUpload(id: string): void {
+    this.db.prepare('DELETE FROM uploads WHERE id = ?').run(id);
+  }
+
+  uploadCount(): number {
+    return (this.db.prepare('SELECT COUNT(*) AS n FROM uploads').get() as { n: number }).n;
+  }
+
+  addConflict(path: string): void {
+    this.db.prepare('INSERT INTO conflicts (path, created_at) VALUES (?, ?)').run(path, new Date().toISOString());
+  }
+
+  conflicts(): { path: string; createdAt: string }[] {
+    return this.db.prepare('SELECT path, created_at AS createdAt FROM conflicts ORDER BY rowid').all() as { path: string; createdAt: string }[];
+  }
+}

@@ -1,0 +1,112 @@
+import { randomBytes } from 'node:crypto';
+import type { BaseNode, RemoteNode } from './journal';
+import { baseName, joinPath, parentOf, type LocalEntry, type LocalScan } from './scan';
+
+/** Where one resource (or a new local item, with a fresh id) is on disk now. */
+export interface LocalNode {
+  id: string;
+  parentId: string;
+  /** NFC name. */
+  name: string;
+  entry: LocalEntry;
+  isNew: boolean;
+}
+
+export interface Matched {
+  local: Map<string, LocalNode>;
+  /** Ids of the journal whose place on disk could not be read: neither deleted nor changed. */
+  unknown: Set<string>;
+}
+
+export const newId = () => randomBytes(16).toString('hex');
+
+/** The path of a node from its parent chain, or undefined when a link is missing. */
+export function pathIn(nodes: Map<string, { parentId: string; name: string }>, id: string): string | undefined {
+  const names: string[] = [];
+  let cur: string | undefined = id;
+  for (let guard = 0; cur && guard < 4096; guard++) {
+    const node: { parentId: string; name: string } | undefined = nodes.get(cur);
+    if (!node) return undefined;
+    names.push(node.name);
+    cur = node.parentId;
+  }
+  return names.reverse().join('/');
+}
+
+function depthOf(nodes: Map<string, { parentId: string }>, id: string): number {
+  let d = 0;
+  for (let cur = nodes.get(id); cur && cur.parentId && d < 4096; cur = nodes.get(cur.parentId)) d++;
+  return d;
+}
+
+export function byDepth<T extends { parentId: string }>(nodes: Map<string, T>): string[] {
+  const depth = new Map([...nodes.keys()].map((id) => [id, depthOf(nodes, id)]));
+  return [...nodes.keys()].sort((a, b) => depth.get(a)! - depth.get(b)!);
+}
+
+/**
+ * Finds each journal node on disk: at the path its (possibly moved) parent gives it, else by inode
+ * (a rename keeps the inode, and a renamed file keeps its size and mtime), else it is gone.
+ * Whatever is left on disk is new and gets a fresh id.
+ */
+export function matchLocal(base: Map<string, BaseNode>, scan: LocalScan, ignored: (path: string, isFolder: boolean) => boolean): Matched {
+  const claimed = new Map<string, string>();
+  const local = new Map<string, LocalNode>();
+  const unknown = new Set<string>();
+  const byIno = new Map<number, LocalEntry>();
+  for (const e of scan.entries.values()) byIno.set(e.ino, e);
+  const isUnreadable = (path: string) => scan.unreadable.some((u) => u === '' || path === u || path.startsWith(`${u}/`));
+
+  for (const id of byDepth(base)) {
+    const b = base.get(id)!;
+    if (b.parentId && unknown.has(b.parentId)) {
+      unknown.add(id);
+      continue;
+    }
+    const parentPath = b.parentId === '' ? '' : local.get(b.parentId)?.entry.path ?? pathIn(base, b.parentId);
+    const expected = parentPath === undefined ? undefined : joinPath(parentPath, b.name);
+    const atPath = expected === undefined ? undefined : scan.entries.get(expected);
+    const free = (e: LocalEntry | undefined): e is LocalEntry => e !== undefined && !claimed.has(e.path) && e.type === b.type;
+    let found: LocalEntry | undefined;
+    if (free(atPath) && atPath.ino === b.ino) found = atPath;
+    else {
+      const moved = byIno.get(b.ino);
+      if (free(moved) && (b.type === 'folder' || (moved.size === b.size && moved.mtimeMs === b.mtimeMs))) found = moved;
+      else if (free(atPath)) found = atPath;
+    }
+    if (!found) {
+      // Not seen: unknown (never deleted) when its place could not be read or is ignored now.
+      if (expected === undefined || isUnreadable(expected) || ignored(expected, b.type === 'folder')) unknown.add(id);
+      continue;
+    }
+    claimed.set(found.path, id);
+    local.set(id, { id, parentId: '', name: baseName(found.path), entry: found, isNew: false });
+  }
+  for (const e of scan.entries.values()) {
+    if (claimed.has(e.path)) continue;
+    const id = newId();
+    claimed.set(e.path, id);
+    local.set(id, { id, parentId: '', name: baseName(e.path), entry: e, isNew: true });
+  }
+  for (const node of local.values()) {
+    const parentPath = parentOf(node.entry.path);
+    node.parentId = parentPath === '' ? '' : claimed.get(parentPath) ?? '';
+  }
+  return { local, unknown };
+}
+
+/** Whether a remote node differs from the journal's base in place or content. */
+export function remoteChanged(r: RemoteNode, b: BaseNode): boolean {
+  return r.parentId !== b.parentId || r.name !== b.name || r.sha256 !== b.sha256 || r.type !== b.type;
+}
+
+/** Folders under which the server holds something this device has not seen (new or changed since the base). */
+export function foldersWithUnseen(remote: Map<string, RemoteNode>, base: Map<string, BaseNode>): Set<string> {
+  const marked = new Set<string>();
+  for (const r of remote.values()) {
+    const b = base.get(r.id);
+    if (b && !remoteChanged(r, b)) continue;
+    for (let cur = remote.get(r.parentId); cur && !marked.has(cur.id); cur = remote.get(cur.parentId)) marked.add(cur.id);
+  }
+  return marked;
+}

@@ -1,0 +1,225 @@
+import type { AppliedOp, File, SyncOp } from '../../../shared/protocol';
+import { nameProblem } from '../../../shared/protocol';
+import { ApiError } from '../sdk/errors';
+import type { BaseNode, RemoteNode } from './journal';
+import { byDepth, remoteChanged, type LocalNode, type Matched } from './match';
+import { LiveTree } from './live.tree';
+import { checkGuard, localSha, toBase, type SyncContext } from './context';
+
+const BATCH = 500;
+
+/** Sends ops in batches through the outbox (persisted opIds): answers how many were applied. */
+export async function sendOps(ctx: SyncContext, ops: SyncOp[], label: (op: SyncOp) => string, onApplied: (op: SyncOp, a: AppliedOp) => void): Promise<number> {
+  let done = 0;
+  for (let i = 0; i < ops.length; i += BATCH) {
+    const chunk = ops.slice(i, i + BATCH);
+    ctx.journal.putOutbox(chunk);
+    const res = await ctx.session.authed(() => ctx.session.client.syncOps(chunk, ctx.signal));
+    ctx.journal.tx(() => res.applied.forEach((a, k) => onApplied(chunk[k]!, a)));
+    done += res.applied.length;
+    ctx.journal.clearOutbox(chunk.map((o) => o.opId));
+    if (res.failed) {
+      const failed = chunk[res.applied.length];
+      const code = res.failed.error.code;
+      // A stale baseRev or a taken name is settled by the next pull; anything else is reported.
+      if (failed && code !== 'PRECONDITION_FAILED' && code !== 'NAME_CONFLICT' && code !== 'NOT_FOUND') {
+        ctx.reporter.error(`skipped ${label(failed)}: ${res.failed.error.message}`);
+      } else ctx.pending++;
+      return done;
+    }
+  }
+  return done;
+}
+
+/** Ops left in the outbox by a run that was killed: sent again with their opIds (duplicates are no-ops). */
+export async function flushOutbox(ctx: SyncContext): Promise<void> {
+  const pending = ctx.journal.outbox();
+  if (pending.length === 0) return;
+  const ops = pending.map((p) => JSON.parse(p.op) as SyncOp);
+  await sendOps(ctx, ops, (op) => op.resourceId ?? '', () => undefined);
+  ctx.journal.clearOutbox(pending.map((p) => p.opId));
+}
+
+/**
+ * The push half of a pass: sends what changed on disk since the merge base, for every resource
+ * the server has not changed since (those wait for the next pull): folder creates, moves, renames,
+ * new files, edits (If-Match the base), then deletions, each with the rev last seen as `baseRev`.
+ */
+export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode>, base: Map<string, BaseNode>, matched: Matched): Promise<number> {
+  const live = new LiveTree(matched);
+  const j = ctx.journal;
+  const say = (m: string) => ctx.reporter.line(m);
+  const skipped = new Set<string>();
+  const folders: LocalNode[] = [];
+  const files: LocalNode[] = [];
+  const moves: { id: string; parentId: string; from: string }[] = [];
+  const renames: { id: string; name: string; from: string }[] = [];
+  const edits: { node: LocalNode; sha256: string; b: BaseNode }[] = [];
+  const path = (id: string) => live.path(id) ?? id;
+
+  for (const id of byDepth(matched.local)) {
+    const l = matched.local.get(id)!;
+    if (skipped.has(l.parentId)) {
+      skipped.add(id);
+      continue;
+    }
+    const problem = nameProblem(l.name);
+    if (l.isNew) {
+      if (problem) {
+        ctx.reporter.error(`skipped ${path(id)}: the name ${problem}`);
+        skipped.add(id);
+      } else (l.entry.type === 'folder' ? folders : files).push(l);
+      continue;
+    }
+    const b = base.get(id)!;
+    const rn = remote.get(id);
+    if (!rn || remoteChanged(rn, b)) continue;
+    if (l.parentId !== b.parentId) moves.push({ id, parentId: l.parentId, from: b.name });
+    if (l.name !== b.name) {
+      if (problem) ctx.reporter.error(`skipped renaming ${path(id)}: the name ${problem}`);
+      else renames.push({ id, name: l.name, from: b.name });
+    }
+    if (b.type === 'file') {
+      const sha = await localSha(ctx, l.entry, b);
+      if (sha !== b.sha256) edits.push({ node: l, sha256: sha, b });
+      else if (l.entry.mtimeMs !== b.mtimeMs || l.entry.ino !== b.ino) j.putBase({ ...b, mtimeMs: l.entry.mtimeMs, ino: l.entry.ino });
+    } else if (l.entry.ino !== b.ino) j.putBase({ ...b, ino: l.entry.ino, mtimeMs: l.entry.mtimeMs });
+  }
+
+  // Deletions: a folder goes whole only when the server holds nothing under it this device has not seen.
+  const deleting = new Set<string>();
+  const remoteChildren = new Map<string, string[]>();
+  for (const rn of remote.values()) {
+    const list = remoteChildren.get(rn.parentId);
+    if (list) list.push(rn.id);
+    else remoteChildren.set(rn.parentId, [rn.id]);
+  }
+  const allSeen = (id: string): boolean =>
+    (remoteChildren.get(id) ?? []).every((c) => {
+      const b = base.get(c);
+      return b !== undefined && !remoteChanged(remote.get(c)!, b) && !matched.local.has(c) && allSeen(c);
+    });
+  for (const id of byDepth(base)) {
+    const b = base.get(id)!;
+    const rn = remote.get(id);
+    if (matched.local.has(id) || matched.unknown.has(id) || !rn || remoteChanged(rn, b) || deleting.has(b.parentId)) continue;
+    if (b.type === 'folder' && !allSeen(id)) continue;
+    deleting.add(id);
+  }
+  const underDeleted = (id: string): boolean => {
+    for (let cur = remote.get(id); cur; cur = remote.get(cur.parentId)) if (deleting.has(cur.id)) return true;
+    return false;
+  };
+  const remoteFiles = [...remote.values()].filter((n) => n.type === 'file');
+  checkGuard(ctx, 'server', remoteFiles.filter((n) => underDeleted(n.id)).length, remoteFiles.length);
+
+  let actions = 0;
+  const put = (n: RemoteNode, entry: { mtimeMs: number; ino: number } | undefined) => {
+    j.putRemote(n);
+    j.putBase(toBase(n, entry));
+  };
+  const newRev = (a: AppliedOp, before: number) => (typeof a.rev === 'number' ? a.rev : before);
+
+  const created = new Set<string>();
+  const onServer = (id: string) => id === '' || remote.has(id) || created.has(id);
+  const creates: SyncOp[] = folders.filter((f) => onServer(f.parentId) || folders.some((p) => p.id === f.parentId)).map((f) => ({
+    opId: j.nextOpId(), type: 'create', resourceId: f.id, payload: { resourceType: 'folder', name: f.name, parentId: f.parentId || null },
+  }));
+  actions += await sendOps(ctx, creates, (op) => path(op.resourceId!), (op, a) => {
+    if (a.outcome === 'duplicate' && a.rev === null) return;
+    const f = matched.local.get(op.resourceId!)!;
+    created.add(f.id);
+    put({ id: f.id, parentId: f.parentId, name: f.name, type: 'folder', rev: newRev(a, 1), sha256: '', size: 0 }, f.entry);
+    say(`created ${path(f.id)}/ on the server`);
+  });
+
+  const revOf = (id: string) => j.remoteRev(id) ?? 0;
+  const conditional = (id: string) => (revOf(id) > 0 ? { baseRev: revOf(id) } : {});
+  const moveOps: SyncOp[] = moves.filter((m) => onServer(m.parentId)).map((m) => ({
+    opId: j.nextOpId(), type: 'move', resourceId: m.id, ...conditional(m.id), payload: { parentId: m.parentId || null },
+  }));
+  actions += await sendOps(ctx, moveOps, (op) => path(op.resourceId!), (op, a) => {
+    const b = base.get(op.resourceId!)!;
+    const to = (op.payload as { parentId: string | null }).parentId ?? '';
+    const rev = newRev(a, revOf(b.id));
+    const from = pathOfBase(base, b.id);
+    const moved = { ...b, parentId: to, rev };
+    base.set(b.id, moved);
+    j.putBase(moved);
+    j.putRemote({ ...remote.get(b.id)!, parentId: to, rev });
+    say(`moved ${from} -> ${pathOfBase(base, b.id)}`);
+  });
+  const renameOps: SyncOp[] = renames.map((m) => ({ opId: j.nextOpId(), type: 'update', resourceId: m.id, ...conditional(m.id), payload: { name: m.name } }));
+  actions += await sendOps(ctx, renameOps, (op) => path(op.resourceId!), (op, a) => {
+    const b = base.get(op.resourceId!)!;
+    const name = (op.payload as { name: string }).name;
+    const rev = newRev(a, revOf(b.id));
+    const from = pathOfBase(base, b.id);
+    base.set(b.id, { ...b, name, rev });
+    j.putBase({ ...b, name, rev });
+    j.putRemote({ ...(remote.get(b.id) ?? b), parentId: b.parentId, name, rev });
+    say(`renamed ${from} -> ${pathOfBase(base, b.id)}`);
+  });
+
+  const transfer = async (label: string, fn: () => Promise<File>, done: (f: File) => void): Promise<void> => {
+    try {
+      done(await fn());
+      actions++;
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      if (err.code === 'QUOTA_EXCEEDED' || err.status === 507) {
+        say(`quota exceeded: ${label}`);
+        ctx.quotaExceeded = true;
+      } else if (err.code === 'INVALID_REQUEST' || err.code === 'FILE_TOO_LARGE') ctx.reporter.error(`skipped ${label}: ${err.message}`);
+      else if (['NAME_CONFLICT', 'PRECONDITION_FAILED', 'NOT_FOUND', 'RATE_LIMITED'].includes(err.code)) ctx.pending++;
+      else throw err;
+    }
+  };
+  const fileOf = (f: File, sha: string): RemoteNode =>
+    ({ id: f.id, parentId: f.folderId, name: f.name, type: 'file', rev: f.rev, sha256: f.sha256 ?? sha, size: f.size });
+  const queue = files.filter((f) => onServer(f.parentId));
+  const worker = async () => {
+    for (let f = queue.shift(); f && !ctx.signal.aborted; f = queue.shift()) {
+      const node = f;
+      const label = path(node.id);
+      const sha = await localSha(ctx, node.entry, undefined);
+      await transfer(label, () => ctx.transfers.uploadNew({ id: node.id, diskPath: node.entry.disk, path: label, name: node.name, folderId: node.parentId, sha256: sha, size: node.entry.size }), (file) => {
+        put(fileOf(file, sha), node.entry);
+        say(`uploaded ${label}`);
+      });
+    }
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+  for (const e of edits) {
+    if (ctx.signal.aborted) break;
+    const label = path(e.node.id);
+    await transfer(label, () => ctx.transfers.uploadEdit({ id: e.node.id, diskPath: e.node.entry.disk, path: label, sha256: e.sha256, size: e.node.entry.size, ifMatch: e.b.sha256 }), (file) => {
+      const current = j.base().get(e.node.id) ?? e.b;
+      put({ ...fileOf(file, e.sha256), parentId: current.parentId, name: current.name }, e.node.entry);
+      say(`uploaded ${label}`);
+    });
+  }
+
+  const deleteOps: SyncOp[] = [...deleting].map((id) => ({ opId: j.nextOpId(), type: 'delete', resourceId: id, ...conditional(id) }));
+  actions += await sendOps(ctx, deleteOps, (op) => op.resourceId!, (op) => {
+    const id = op.resourceId!;
+    const doomed = [...remote.values()].filter((n) => n.id === id || underDeletedBy(remote, n.id, id)).map((n) => n.id);
+    for (const d of [id, ...doomed]) {
+      j.dropRemote(d);
+      j.dropBase(d);
+    }
+    say(`deleted ${pathOfBase(base, id)} on the server`);
+  });
+  return actions;
+}
+
+function underDeletedBy(remote: Map<string, RemoteNode>, id: string, ancestor: string): boolean {
+  for (let cur = remote.get(id); cur; cur = remote.get(cur.parentId)) if (cur.parentId === ancestor) return true;
+  return false;
+}
+
+function pathOfBase(base: Map<string, BaseNode>, id: string): string {
+  const names: string[] = [];
+  for (let cur = base.get(id); cur && names.length < 4096; cur = base.get(cur.parentId)) names.push(cur.name);
+  return names.reverse().join('/');
+}

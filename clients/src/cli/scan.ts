@@ -1,0 +1,113 @@
+import { createReadStream, promises as fs } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import ignore, { type Ignore } from 'ignore';
+import { IGNORE_FILE, STATE_DIR } from './journal';
+
+/** One file or folder found in DIR. `path` is the NFC form used for comparison, `disk` the name on disk. */
+export interface LocalEntry {
+  path: string;
+  disk: string;
+  type: 'file' | 'folder';
+  size: number;
+  mtimeMs: number;
+  ino: number;
+}
+
+export interface LocalScan {
+  entries: Map<string, LocalEntry>;
+  /** Folders that could not be read: what the journal knows below them is not taken as deleted. */
+  unreadable: string[];
+  /** Entries whose NFC name equals a sibling's: each must be renamed before it can be synced. */
+  clashes: LocalEntry[];
+}
+
+export const nfc = (s: string) => s.normalize('NFC');
+
+export function joinPath(parent: string, name: string): string {
+  return parent === '' ? name : `${parent}/${name}`;
+}
+
+export function parentOf(path: string): string {
+  const i = path.lastIndexOf('/');
+  return i < 0 ? '' : path.slice(0, i);
+}
+
+export function baseName(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}
+
+/** The patterns of `DIR/.filesyncignore` (gitignore syntax); the state folder and the file itself always. */
+export async function loadIgnore(dir: string): Promise<(path: string, isFolder: boolean) => boolean> {
+  const ig: Ignore = ignore();
+  try {
+    ig.add(await fs.readFile(join(dir, IGNORE_FILE), 'utf8'));
+  } catch {
+    /* no ignore file */
+  }
+  return (path, isFolder) => {
+    if (path === STATE_DIR || path.startsWith(`${STATE_DIR}/`) || path === IGNORE_FILE) return true;
+    try {
+      return ig.ignores(isFolder ? `${path}/` : path);
+    } catch {
+      return false;
+    }
+  };
+}
+
+/** Walks DIR with stat only (size, mtime, inode); content is hashed later, only where it changed. */
+export async function scanLocal(dir: string, ignored: (path: string, isFolder: boolean) => boolean): Promise<LocalScan> {
+  const scan: LocalScan = { entries: new Map(), unreadable: [], clashes: [] };
+  const walk = async (diskRel: string, nfcRel: string): Promise<void> => {
+    let names: string[];
+    try {
+      names = await fs.readdir(diskRel === '' ? dir : join(dir, diskRel));
+    } catch {
+      scan.unreadable.push(nfcRel);
+      return;
+    }
+    names.sort();
+    const sub: [string, string][] = [];
+    for (const name of names) {
+      const disk = joinPath(diskRel, name);
+      const path = joinPath(nfcRel, nfc(name));
+      let st;
+      try {
+        st = await fs.lstat(join(dir, disk));
+      } catch {
+        continue;
+      }
+      const type = st.isDirectory() ? 'folder' : st.isFile() ? 'file' : null;
+      if (type === null || ignored(path, type === 'folder')) continue;
+      const entry: LocalEntry = { path, disk, type, size: type === 'file' ? st.size : 0, mtimeMs: st.mtimeMs, ino: st.ino };
+      if (scan.entries.has(path)) {
+        scan.clashes.push(entry);
+        continue;
+      }
+      scan.entries.set(path, entry);
+      if (type === 'folder') sub.push([disk, path]);
+    }
+    for (const [disk, path] of sub) await walk(disk, path);
+  };
+  await walk('', '');
+  return scan;
+}
+
+export function sha256File(path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const hash = createHash('sha256');
+    createReadStream(path)
+      .on('data', (chunk) => hash.update(chunk))
+      .on('error', reject)
+      .on('end', () => resolve(hash.digest('hex')));
+  });
+}
+
+/** `<stem> (conflicted copy <device> <YYYY-MM-DD HHMMSS>)<ext>`, in the device's local time. */
+export function conflictedName(name: string, device: string, at = new Date()): string {
+  const dot = name.lastIndexOf('.');
+  const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+  const p = (n: number) => String(n).padStart(2, '0');
+  const stamp = `${at.getFullYear()}-${p(at.getMonth() + 1)}-${p(at.getDate())} ${p(at.getHours())}${p(at.getMinutes())}${p(at.getSeconds())}`;
+  return `${stem} (conflicted copy ${device} ${stamp})${ext}`;
+}

@@ -1,0 +1,124 @@
+import { createHash } from 'node:crypto';
+import { createWriteStream, promises as fs, openAsBlob } from 'node:fs';
+import { join } from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { File } from '../../../shared/protocol';
+import { ApiError } from '../sdk/errors';
+import { STATE_DIR, type Journal } from './journal';
+import type { Reporter } from './output';
+import type { Session } from './session';
+import { newId } from './match';
+
+/** Uploads above this size go by tus and resume after a crash. */
+export const RESUMABLE_THRESHOLD = 8 * 1024 * 1024;
+
+export class Transfers {
+  constructor(
+    private readonly dir: string,
+    private readonly session: Session,
+    private readonly journal: Journal,
+    private readonly reporter: Reporter,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  /**
+   * Downloads a file's content into `.filesync/tmp/` and answers the temporary path and the digest
+   * of what arrived, which the caller compares before renaming it into place.
+   */
+  async download(id: string, label: string, size: number): Promise<{ tmp: string; sha256: string; expected: string | undefined }> {
+    const tmp = join(this.dir, STATE_DIR, 'tmp', `${id}-${newId().slice(0, 8)}`);
+    const res = await this.session.authed(() => this.session.client.download(id, { signal: this.signal }));
+    const digest = res.headers.get('repr-digest')?.match(/sha-256=:([^:]+):/)?.[1];
+    const etag = res.headers.get('etag')?.replace(/^W\//, '').replace(/"/g, '');
+    const expected = digest ? Buffer.from(digest, 'base64').toString('hex') : etag;
+    const hash = createHash('sha256');
+    const bar = this.reporter.progress(label, size);
+    let done = 0;
+    const tap = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        hash.update(chunk);
+        done += chunk.length;
+        bar.update(done);
+        cb(null, chunk);
+      },
+    });
+    try {
+      await pipeline(Readable.fromWeb(res.body as never), tap, createWriteStream(tmp, { mode: 0o600 }), { signal: this.signal });
+      const handle = await fs.open(tmp, 'r');
+      await handle.sync();
+      await handle.close();
+    } catch (err) {
+      await fs.rm(tmp, { force: true });
+      throw err;
+    } finally {
+      bar.done();
+    }
+    return { tmp, sha256: hash.digest('hex'), expected };
+  }
+
+  /** A new file with its content: `POST /files` with its id, or tus above the threshold. */
+  async uploadNew(input: { id: string; diskPath: string; path: string; name: string; folderId: string; sha256: string; size: number }): Promise<File> {
+    const full = join(this.dir, input.diskPath);
+    if (input.size > RESUMABLE_THRESHOLD) {
+      const pending = this.journal.upload(input.id, input.path, input.sha256);
+      const id = pending?.id ?? input.id;
+      return this.resumable(full, input.path, input.size, input.sha256, { name: input.name, folderId: input.folderId || undefined, id, sha256: input.sha256 }, id, pending?.url);
+    }
+    const content = await openAsBlob(full);
+    return this.session.authed(() =>
+      this.session.client.uploadFile({ content, name: input.name, folderId: input.folderId || undefined, id: input.id, sha256: input.sha256, signal: this.signal }),
+    );
+  }
+
+  /** New content for a known file, on the condition that the service still holds `ifMatch`. */
+  async uploadEdit(input: { id: string; diskPath: string; path: string; sha256: string; size: number; ifMatch: string }): Promise<File> {
+    const full = join(this.dir, input.diskPath);
+    if (input.size > RESUMABLE_THRESHOLD) {
+      const pending = this.journal.upload(input.id, input.path, input.sha256);
+      return this.resumable(full, input.path, input.size, input.sha256, { fileId: input.id, sha256: input.sha256 }, input.id, pending?.url, input.ifMatch || undefined);
+    }
+    const content = await openAsBlob(full);
+    return this.session.authed(() =>
+      this.session.client.replaceContent(input.id, input.ifMatch ? { content, ifMatch: input.ifMatch, sha256: input.sha256, signal: this.signal } : { content, ifNoneMatch: true, sha256: input.sha256, signal: this.signal }),
+    );
+  }
+
+  private async resumable(
+    full: string,
+    path: string,
+    size: number,
+    sha256: string,
+    metadata: { name?: string; folderId?: string; id?: string; fileId?: string; sha256: string },
+    id: string,
+    uploadUrl: string | undefined,
+    ifMatch?: string,
+  ): Promise<File> {
+    const bar = this.reporter.progress(path, size);
+    const run = (url: string | undefined) =>
+      this.session.client.uploadResumable({
+        path: full,
+        size,
+        metadata,
+        ifMatch,
+        uploadUrl: url,
+        signal: this.signal,
+        onUploadUrl: (u) => this.journal.putUpload({ id, path, sha256, url: u }),
+        onProgress: (sent) => bar.update(sent),
+      });
+    try {
+      const file = await this.session.authed(() => run(uploadUrl)).catch((err) => {
+        // An upload that expired or was removed is started again from its first byte.
+        if (uploadUrl && err instanceof ApiError && (err.status === 404 || err.status === 410)) return run(undefined);
+        throw err;
+      });
+      this.journal.dropUpload(id);
+      return file;
+    } catch (err) {
+      if (err instanceof ApiError && err.status !== 429 && err.status < 500) this.journal.dropUpload(id);
+      throw err;
+    } finally {
+      bar.done();
+    }
+  }
+}

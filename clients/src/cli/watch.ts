@@ -1,0 +1,109 @@
+import { watch, type FSWatcher } from 'chokidar';
+import { ApiError, AbortedError, NetworkError } from '../sdk/errors';
+import { sleep } from '../sdk/http';
+import { GuardError, type SyncContext } from './context';
+import { runPass, syncOnce } from './engine';
+import { ExitError } from './session';
+
+const DEBOUNCE_MS = 400;
+const PERIODIC_SCAN_MS = 60_000;
+const FALLBACK_SCAN_MS = 5_000;
+const LONG_POLL_S = 25;
+
+/**
+ * `sync DIR` without `--once`: a pass at start, then one whenever the watcher (a hint, debounced),
+ * the change feed's long poll or the periodic scan says something may have changed. A watcher that
+ * fails (ENOSPC, too many handles) is closed and the periodic scan becomes frequent instead.
+ */
+export async function syncForever(ctx: SyncContext): Promise<void> {
+  let wake: (() => void) | undefined;
+  let dirty = true;
+  const poke = () => {
+    dirty = true;
+    wake?.();
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const debounced = () => {
+    clearTimeout(timer);
+    timer = setTimeout(poke, DEBOUNCE_MS);
+  };
+  let watcher: FSWatcher | undefined = watch(ctx.dir, {
+    ignoreInitial: true,
+    ignored: (p: string) => /(^|[/\\])\.filesync([/\\]|$)/.test(p),
+    awaitWriteFinish: false,
+  });
+  let scanEvery = PERIODIC_SCAN_MS;
+  watcher.on('all', debounced);
+  watcher.on('error', (err) => {
+    ctx.reporter.error(`watching stopped (${(err as Error).message}); scanning every ${FALLBACK_SCAN_MS / 1000} s instead`);
+    void watcher?.close();
+    watcher = undefined;
+    scanEvery = FALLBACK_SCAN_MS;
+  });
+
+  // The feed's long poll only rings the bell; the pass itself reads the feed from the journal's cursor.
+  const poll = async () => {
+    while (!ctx.signal.aborted) {
+      try {
+        const page = await ctx.session.authed(() => ctx.session.client.changes({ cursor: ctx.journal.get('cursor'), wait: LONG_POLL_S, limit: 1, signal: ctx.signal }));
+        if (page.items.length > 0) {
+          // Also for this device's own echoes: the pass moves the cursor past them. Until it has,
+          // the poll would answer at once, so it pauses.
+          poke();
+          await sleep(1000, ctx.signal);
+        }
+      } catch (err) {
+        if (ctx.signal.aborted) return;
+        if (err instanceof ExitError) throw err;
+        await sleep(5000, ctx.signal).catch(() => undefined);
+      }
+    }
+  };
+  const polling = poll().catch(() => undefined);
+
+  let failures = 0;
+  try {
+    let first = true;
+    while (!ctx.signal.aborted) {
+      if (dirty) {
+        dirty = false;
+        try {
+          if (first) await syncOnce(ctx);
+          else {
+            for (let i = 0; i < 12 && !ctx.signal.aborted && (await runPass(ctx)) > 0; i++);
+            ctx.journal.set('last_sync', new Date().toISOString());
+          }
+          first = false;
+          failures = 0;
+        } catch (err) {
+          if (ctx.signal.aborted || err instanceof AbortedError) break;
+          if (err instanceof ExitError || err instanceof GuardError) throw err;
+          if (!(err instanceof ApiError || err instanceof NetworkError)) throw err;
+          failures++;
+          ctx.reporter.error(`${err.message}; trying again`);
+          dirty = true;
+          await sleep(Math.min(30_000, 1000 * 2 ** failures), ctx.signal).catch(() => undefined);
+          continue;
+        }
+      }
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        const t = setTimeout(() => {
+          dirty = true;
+          resolve();
+        }, scanEvery);
+        ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+        if (dirty) resolve();
+        void t;
+        wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+    }
+  } finally {
+    clearTimeout(timer);
+    await watcher?.close();
+    await polling;
+  }
+}

@@ -1,0 +1,101 @@
+import { AbortedError, ApiError, NetworkError } from './errors';
+
+export interface RetryPolicy {
+  /** Total time spent retrying 429, 503 and 5xx answers before the last error is thrown, in ms. */
+  maxElapsedMs: number;
+  /** The same for network errors (nothing answers): shorter, as an unreachable service rarely comes back at once. */
+  maxNetworkElapsedMs: number;
+  /** The first pause after a network error, doubled each time up to `maxDelayMs`. */
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { maxElapsedMs: 60_000, maxNetworkElapsedMs: 10_000, baseDelayMs: 250, maxDelayMs: 5_000 };
+
+export interface HttpRequest {
+  method: string;
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  headers?: Record<string, string>;
+  body?: RequestInit['body'];
+  /** Whether sending it twice does no harm: network errors and 5xx are then retried too. */
+  idempotent: boolean;
+  signal?: AbortSignal;
+  /** A body that can only be sent once (a stream) makes the request not repeatable at all. */
+  once?: boolean;
+}
+
+export const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(new AbortedError());
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new AbortedError());
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+
+function retryAfterSeconds(res: Response): number | undefined {
+  const value = res.headers.get('retry-after');
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, (date - Date.now()) / 1000);
+}
+
+async function toApiError(res: Response): Promise<ApiError> {
+  let body: { error?: { code?: string; message?: string; details?: unknown } } | undefined;
+  try {
+    body = (await res.json()) as typeof body;
+  } catch {
+    body = undefined;
+  }
+  return new ApiError(res.status, body?.error as never, retryAfterSeconds(res));
+}
+
+/**
+ * One HTTP exchange with the service, retried the way a client must: 429 and 503 after their
+ * `Retry-After` (any request: the service did not act on it), network errors and other 5xx only
+ * when the request is safe to repeat, all within the policy's time budget.
+ */
+export async function send(baseUrl: string, req: HttpRequest, token: () => string | undefined, policy: RetryPolicy = DEFAULT_RETRY): Promise<Response> {
+  const url = new URL(baseUrl.replace(/\/+$/, '') + '/v1' + req.path);
+  for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+  const started = Date.now();
+  let delay = policy.baseDelayMs;
+  for (;;) {
+    const headers: Record<string, string> = { ...req.headers };
+    const bearer = token();
+    if (bearer) headers.authorization = `Bearer ${bearer}`;
+    let res: Response | undefined;
+    let failure: Error;
+    try {
+      res = await fetch(url, { method: req.method, headers, body: req.body ?? null, signal: req.signal, duplex: 'half' } as RequestInit);
+      if (res.ok || (res.status >= 300 && res.status < 400)) return res;
+      failure = await toApiError(res);
+    } catch (err) {
+      if (req.signal?.aborted) throw new AbortedError();
+      failure = new NetworkError(`cannot reach ${url.origin}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`, err);
+    }
+    const status = res?.status;
+    const retryable =
+      !req.once &&
+      (status === 429 || status === 503 || (req.idempotent && (status === undefined || status === 500 || status === 502 || status === 504)));
+    const elapsed = Date.now() - started;
+    const budget = status === undefined ? policy.maxNetworkElapsedMs : policy.maxElapsedMs;
+    if (!retryable || elapsed >= budget) throw failure;
+    const hinted = failure instanceof ApiError && failure.retryAfter !== undefined ? failure.retryAfter * 1000 : undefined;
+    const pause = Math.min(hinted ?? delay, budget - elapsed, 30_000);
+    delay = Math.min(delay * 2, policy.maxDelayMs);
+    await sleep(Math.max(pause, 50), req.signal);
+  }
+}
+
+export async function readJson<T>(res: Response): Promise<T> {
+  return (await res.json()) as T;
+}

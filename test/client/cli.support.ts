@@ -1,0 +1,101 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { FilesyncClient } from '../../clients/src/sdk';
+
+/** The command as `npx filesync` runs it (built by `npm run build`, which `npm test` runs first). */
+export const CLI = path.join(__dirname, '../../clients/bin/filesync.js');
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `filesync ...args`; with `killAfterMs` it is SIGKILLed then (if still running). */
+export function runCli(args: string[], env: Record<string, string>, options: { killAfterMs?: number; timeoutMs?: number } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const kill = options.killAfterMs !== undefined ? setTimeout(() => child.kill('SIGKILL'), options.killAfterMs) : undefined;
+    const guard = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`filesync ${args.join(' ')} did not finish in time\n${stdout}\n${stderr}`));
+    }, options.timeoutMs ?? 90_000);
+    child.on('exit', (code, signal) => {
+      clearTimeout(kill);
+      clearTimeout(guard);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+export const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
+
+export const tempDir = (prefix: string) => fs.mkdtemp(path.join(os.tmpdir(), `${prefix}-`));
+
+/** A folder's tree: NFC path -> sha256 of a file, or null for a folder; the state folder and ignore file left out. */
+export async function readTree(dir: string): Promise<Map<string, string | null>> {
+  const tree = new Map<string, string | null>();
+  const walk = async (rel: string) => {
+    for (const name of await fs.readdir(path.join(dir, rel))) {
+      const r = rel ? `${rel}/${name}` : name;
+      if (r === '.filesync' || r === '.filesyncignore') continue;
+      const st = await fs.lstat(path.join(dir, r));
+      if (st.isDirectory()) {
+        tree.set(r.normalize('NFC'), null);
+        await walk(r);
+      } else tree.set(r.normalize('NFC'), sha256(await fs.readFile(path.join(dir, r))));
+    }
+  };
+  await walk('');
+  return tree;
+}
+
+/** The user's tree on the service, read from the change feed from its start. */
+export async function serverTree(client: FilesyncClient): Promise<Map<string, string | null>> {
+  const nodes = new Map<string, { parentId: string; name: string; type: string; sha256?: string }>();
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await client.changes({ cursor, limit: 1000 });
+    for (const c of page.items) {
+      if (c.deleted) nodes.delete(c.id);
+      else nodes.set(c.id, c);
+    }
+    cursor = page.cursor;
+    if (!page.hasMore) break;
+  }
+  const pathOf = (id: string): string => {
+    const n = nodes.get(id)!;
+    return n.parentId ? `${pathOf(n.parentId)}/${n.name}` : n.name;
+  };
+  const tree = new Map<string, string | null>();
+  for (const [id, n] of nodes) tree.set(pathOf(id), n.type === 'folder' ? null : n.sha256 ?? '');
+  return tree;
+}
+
+export const sorted = (tree: Map<string, string | null>) => [...tree.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
+
+/** A small seeded generator (mulberry32): the same seed gives the same history. */
+export function seeded(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return {
+    next,
+    int: (n: number) => Math.floor(next() * n),
+    pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!,
+    chance: (p: number) => next() < p,
+  };
+}
