@@ -35,6 +35,8 @@ describe('WebDAV on the API\'s rules', () => {
     expect(file.rev).toBeGreaterThanOrEqual(3);
     const folder = [...changes.values()].find((c) => c.name === 'feed')!;
     expect(file.parentId).toBe(folder.id);
+    expect(file.deviceId).toBe(password.deviceId);
+    expect(folder.deviceId).toBe(password.deviceId);
 
     // Every op was recorded for the app password's device, and the content stored under its folder.
     const traces = await stack.env.db('operation_traces').whereIn('resource_id', [file.id, folder.id]).select('device_id', 'op_type');
@@ -49,6 +51,8 @@ describe('WebDAV on the API\'s rules', () => {
     expect((await dav.request('DELETE', '/dav/feed')).status).toBe(204);
     const trash = await stack.admin.get('/v1/trash?limit=100');
     expect(trash.body.items.map((i: { id: string }) => i.id)).toEqual(expect.arrayContaining([folder.id, file.id]));
+    const deleted = await changesSince(stack.admin, cursor);
+    expect(deleted.get(file.id)).toMatchObject({ deleted: true, deviceId: password.deviceId });
   });
 
   test('another user\'s tree is invisible', async () => {
