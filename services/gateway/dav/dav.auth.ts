@@ -7,20 +7,9 @@ import type { PrincipalCache } from '../auth/principal.cache';
 import { clientAddress, type FailureLimit } from '../auth/rate.limits';
 import type { TokenService } from '../auth/token.service';
 import { DavError } from './dav.errors';
+import { basicCredentials } from '../auth/basic.credentials';
 
 export const DAV_REALM = 'filesync';
-
-function basicCredentials(header: string): { username: string; password: string } | undefined {
-  const match = /^Basic +([A-Za-z0-9+/=]{1,2000})$/i.exec(header);
-  if (!match) return undefined;
-  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  if (colon <= 0) return undefined;
-  const username = decoded.slice(0, colon);
-  const password = decoded.slice(colon + 1);
-  if (username.length > 255 || password.length === 0 || password.length > 1024) return undefined;
-  return { username, password };
-}
 
 export interface DavAuthOptions {
   tokens: TokenService;

@@ -6,6 +6,7 @@ import { bearerToken } from '../auth/auth.middleware';
 import type { PasswordHasher } from '../auth/password.hasher';
 import { clientAddress, type FailureLimit } from '../auth/rate.limits';
 import type { TokenService } from '../auth/token.service';
+import { basicCredentials } from '../auth/basic.credentials';
 
 export const DASHBOARD_REALM = 'filesync';
 
@@ -27,19 +28,6 @@ const MAX_CACHED = 1000;
 
 const unauthorized = () => new AppError('UNAUTHORIZED', 'administrator credentials required: a Bearer token or HTTP Basic');
 const forbidden = () => new AppError('FORBIDDEN', 'administrators only');
-
-function basicCredentials(header: string): { username: string; password: string } | undefined {
-  const match = /^Basic ([A-Za-z0-9+/=]{1,2000})$/i.exec(header);
-  if (!match) return undefined;
-  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  if (colon <= 0) return undefined;
-  const username = decoded.slice(0, colon);
-  const password = decoded.slice(colon + 1);
-  // The same bounds as the login route, so nobody can feed Argon2 a megabyte.
-  if (username.length > 255 || password.length === 0 || password.length > 1024) return undefined;
-  return { username, password };
-}
 
 /**
  * Lets administrators, and only them, into the operator pages: by Bearer token like the API, or by
