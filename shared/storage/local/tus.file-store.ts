@@ -1,4 +1,4 @@
-import { createHash, type Hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
 import type http from 'node:http';
 import path from 'node:path';
@@ -7,6 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { FileStore } from '@tus/file-store';
 import { ERRORS, Upload } from '@tus/server';
 import type { ResumableDataStore, StagedContent, UploadGone } from '../content.store';
+import { RunningHashes } from '../running.hashes';
 
 /** Resumable uploads live under this key prefix of the local store: same file system, so completion is a rename. */
 export const TUS_PREFIX = '.tus/';
@@ -15,14 +16,6 @@ export const TUS_PREFIX = '.tus/';
 const UPLOAD_ID = /^[0-9a-f]{32}$/;
 
 const WRITE_BUFFER = 1024 * 1024;
-
-/** Hash states kept for uploads in progress on this gateway; beyond this the oldest is dropped (and hashed from disk later). */
-const MAX_HASH_STATES = 10_000;
-
-interface HashState {
-  hash: Hash;
-  offset: number;
-}
 
 /**
  * The tus file store (bytes in `<id>`, the upload's info in `<id>.json`, both on disk so they survive
@@ -33,7 +26,7 @@ interface HashState {
  * - its expiry sweep tolerates half-removed uploads (bytes without info or info without bytes).
  */
 export class LocalTusStore extends FileStore implements ResumableDataStore {
-  private readonly hashes = new Map<string, HashState>();
+  private readonly hashes = new RunningHashes();
   /** Uploads completed by their creation request, until it has answered (see `holdCompleted`). */
   private readonly completed = new Map<string, Upload>();
 
@@ -62,9 +55,7 @@ export class LocalTusStore extends FileStore implements ResumableDataStore {
    * does) instead of one 16 KiB write per network chunk; and the bytes are hashed as they pass.
    */
   override async write(readable: http.IncomingMessage | Readable, id: string, offset: number): Promise<number> {
-    const state = this.hashes.get(id);
-    this.hashes.delete(id);
-    const hash = offset === 0 ? createHash('sha256') : state?.offset === offset ? state.hash : undefined;
+    const hash = this.hashes.take(id, offset);
     let received = 0;
     // An observer rather than a stage of the pipeline: every chunk the stream emits is a chunk the
     // file stream is given, and nothing is added to the path of the bytes.
@@ -78,10 +69,7 @@ export class LocalTusStore extends FileStore implements ResumableDataStore {
       throw ERRORS.FILE_WRITE_ERROR;
     }
     const newOffset = offset + received;
-    if (hash) {
-      if (this.hashes.size >= MAX_HASH_STATES) this.hashes.delete(this.hashes.keys().next().value as string);
-      this.hashes.set(id, { hash, offset: newOffset });
-    }
+    if (hash) this.hashes.keep(id, hash, newOffset);
     return newOffset;
   }
 
@@ -110,9 +98,8 @@ export class LocalTusStore extends FileStore implements ResumableDataStore {
 
   /** The SHA-256 of a finished upload: from the running hash when it covers every byte, else read from disk. */
   private async digest(id: string, size: number): Promise<string> {
-    const state = this.hashes.get(id);
-    this.hashes.delete(id);
-    if (state && state.offset === size) return state.hash.digest('hex');
+    const running = this.hashes.finish(id, size);
+    if (running) return running;
     const hash = createHash('sha256');
     await pipeline(createReadStream(this.bytesPath(id)), hash);
     return hash.digest('hex');
@@ -124,7 +111,7 @@ export class LocalTusStore extends FileStore implements ResumableDataStore {
 
   /** Termination: removes the bytes and the info, whichever of them is still there. */
   override async remove(id: string): Promise<void> {
-    this.hashes.delete(id);
+    this.hashes.forget(id);
     const info = this.gone ? await this.configstore.get(id).catch(() => undefined) : undefined;
     await Promise.all([fs.rm(this.bytesPath(id), { force: true }), fs.rm(path.join(this.directory, `${id}.json`), { force: true })]);
     // Best effort: what is not told here leaves the count when it would have expired.

@@ -1,4 +1,4 @@
-import { createHash, type Hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import { pipeline, Transform, type Readable } from 'node:stream';
 import { pipeline as pipelineAsync } from 'node:stream/promises';
@@ -6,6 +6,7 @@ import { GetObjectCommand, PutObjectCommand, S3 } from '@aws-sdk/client-s3';
 import { S3Store } from '@tus/s3-store';
 import { Upload } from '@tus/server';
 import type { ResumableDataStore, StagedContent, UploadGone } from '../content.store';
+import { RunningHashes } from '../running.hashes';
 import { s3ClientOptions } from './s3.client';
 import type { S3ContentStore } from './s3.store';
 
@@ -16,8 +17,6 @@ const UPLOAD_ID = /^[0-9a-f]{32}$/;
 
 /** Parts of a resumable upload: every PATCH of at least this much becomes one part of its multipart upload. */
 const PART_SIZE = 8 * 1024 * 1024;
-
-const MAX_HASH_STATES = 10_000;
 
 /**
  * The library caches an upload's info per process; with several gateways another one may have
@@ -37,7 +36,7 @@ const NO_CACHE = { get: async () => undefined, set: async () => undefined, delet
  * crash between the steps; and no creation-defer-length (the contract requires Upload-Length).
  */
 export class S3TusStore extends S3Store implements ResumableDataStore {
-  private readonly hashes = new Map<string, { hash: Hash; offset: number }>();
+  private readonly hashes = new RunningHashes();
   private readonly completed = new Map<string, Upload>();
 
   constructor(
@@ -66,9 +65,7 @@ export class S3TusStore extends S3Store implements ResumableDataStore {
   }
 
   override async write(readable: http.IncomingMessage | Readable, id: string, offset: number): Promise<number> {
-    const state = this.hashes.get(id);
-    this.hashes.delete(id);
-    const hash = offset === 0 ? createHash('sha256') : state?.offset === offset ? state.hash : undefined;
+    const hash = this.hashes.take(id, offset);
     // A stage of the stream rather than a 'data' listener: the library reads the info and the parts
     // before it reads the body, and a listener would let the bytes flow away meanwhile.
     const hashed = new Transform({
@@ -79,10 +76,7 @@ export class S3TusStore extends S3Store implements ResumableDataStore {
     });
     pipeline(readable, hashed, () => undefined);
     const newOffset = await super.write(hashed, id, offset);
-    if (hash) {
-      if (this.hashes.size >= MAX_HASH_STATES) this.hashes.delete(this.hashes.keys().next().value as string);
-      this.hashes.set(id, { hash, offset: newOffset });
-    }
+    if (hash) this.hashes.keep(id, hash, newOffset);
     return newOffset;
   }
 
@@ -115,9 +109,8 @@ export class S3TusStore extends S3Store implements ResumableDataStore {
   }
 
   private async digest(id: string, key: string, size: number): Promise<string> {
-    const state = this.hashes.get(id);
-    this.hashes.delete(id);
-    if (state && state.offset === size) return state.hash.digest('hex');
+    const running = this.hashes.finish(id, size);
+    if (running) return running;
     const hash = createHash('sha256');
     const res = await this.store.client.send(new GetObjectCommand({ Bucket: this.store.bucket, Key: this.store.objectKey(key) }));
     await pipelineAsync(res.Body as Readable, hash);
@@ -126,7 +119,7 @@ export class S3TusStore extends S3Store implements ResumableDataStore {
 
   /** Termination (and the end of a completion): aborts the multipart upload and deletes every object of the upload. */
   override async remove(id: string): Promise<void> {
-    this.hashes.delete(id);
+    this.hashes.forget(id);
     const meta = await this.getMetadata(id).catch(() => undefined);
     const uploadId = meta?.['upload-id'];
     if (uploadId) await this.store.abortMultipart(`${TUS_PREFIX}${id}`, uploadId);
