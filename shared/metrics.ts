@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import type { SyncJobResult } from './queue/sync.contract';
+import type { BatchResult } from './sync/batch.result';
 
 /**
  * Prometheus helpers both services use. Each process (and each app a test builds) owns its own
@@ -22,7 +22,7 @@ export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.
 /** `ok` when every op applied, `op_failed` when the batch stopped at a failing op (SPEC 4.10 rule 7). */
 export type BatchOutcome = 'ok' | 'op_failed' | 'error';
 
-export function batchOutcomeOf(result: SyncJobResult): BatchOutcome {
+export function batchOutcomeOf(result: BatchResult): BatchOutcome {
   return result.failed === null ? 'ok' : 'op_failed';
 }
 

@@ -46,7 +46,7 @@ import { GatewayMetrics, recordMountPath } from './ops/gateway.metrics';
 import { healthRoutes } from './ops/health.routes';
 import { metricsRoutes } from './ops/metrics.routes';
 import { syncRoutes } from './sync/sync.routes';
-import type { SyncClient } from './sync/sync.client';
+import type { BatchSubmitter } from './sync/batch.submitter';
 import { trashRoutes } from './trash/trash.routes';
 import { TrashService } from './trash/trash.service';
 import { UploadStaging } from './uploads/upload.staging';
@@ -72,7 +72,7 @@ export interface GatewayDeps {
   config: Config;
   jwtSecret: string;
   db: Db;
-  sync: SyncClient;
+  sync: BatchSubmitter;
   changes: ChangeHub;
   logger: Logger;
   /** Queues shown on the dashboard besides the sync shards (the maintenance queue). */

@@ -12,7 +12,7 @@ import { ensureInitialAdmin, resolveJwtSecret, StartupError } from './bootstrap'
 import { GracefulServer } from './http/graceful.server';
 import { ChangeHub } from './changes/change.hub';
 import { createHttpServer, listen } from './http/http.server';
-import { SyncClient } from './sync/sync.client';
+import { BatchSubmitter } from './sync/batch.submitter';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const store = createContentStore(config);
   await claimStore(store, new ContentRepository(db));
   const jwtSecret = await resolveJwtSecret(config);
-  const sync = new SyncClient(
+  const sync = new BatchSubmitter(
     { redis: config, prefix: config.queuePrefix, timeoutMs: config.syncTimeoutMs, db },
     logger,
   );

@@ -8,7 +8,7 @@ import { AppError, invalid, isAppError, notFound } from '../../shared/errors';
 import { isId } from '../../shared/ids';
 import { parseLossless } from '../../shared/json';
 import { extensionOf } from '../../shared/names';
-import type { AppliedOp, FailedOp, OpOutcome, ResultRev, SyncJobResult } from '../../shared/queue/sync.contract';
+import type { AppliedOp, BatchResult, FailedOp, OpOutcome, ResultRev } from '../../shared/sync/batch.result';
 import { parseOp, type OpParseResult, type ParsedOp } from '../../shared/sync/ops';
 
 export interface BatchInput {
@@ -44,7 +44,7 @@ export class BatchApplier {
   constructor(private readonly owners: OwnerTransactions) {}
 
   /** Applies one batch in a transaction of its own (benchmarks, tools); the worker uses applyLocked. */
-  async apply(input: BatchInput): Promise<SyncJobResult> {
+  async apply(input: BatchInput): Promise<BatchResult> {
     return this.owners.run(input, (trx, clock) => this.applyLocked(trx, clock, input));
   }
 
@@ -53,7 +53,7 @@ export class BatchApplier {
    * lock and gives each op that changes state its feed position from `clock`: the ops' effects and
    * traces are written, nothing is committed.
    */
-  async applyLocked(trx: Knex.Transaction, clock: ChangeClock, input: BatchInput): Promise<SyncJobResult> {
+  async applyLocked(trx: Knex.Transaction, clock: ChangeClock, input: BatchInput): Promise<BatchResult> {
     const rawOps = parseLossless(input.opsJson);
     if (!Array.isArray(rawOps)) throw new Error('malformed batch: ops is not an array');
     const parsed = rawOps.map(parseOp);

@@ -3,7 +3,8 @@ import type { Db } from '../../shared/db/knex';
 import { InboxRepository, type InboxBatch } from '../../shared/db/inbox.repository';
 import type { OwnerTransactions } from '../../shared/db/owner.transaction';
 import type { Logger } from '../../shared/logger';
-import { syncDoneChannel, type SyncDoneMessage, type SyncJobData, type SyncJobResult, type SyncRingResult } from '../../shared/queue/sync.contract';
+import { batchDoneChannel, type BatchDoneMessage, type RingJobData, type RingResult } from '../../shared/queue/ring.contract';
+import type { BatchResult } from '../../shared/sync/batch.result';
 import { BatchApplier } from './batch.applier';
 import { killConnection } from './worker.session';
 
@@ -16,7 +17,7 @@ export interface InboxApplierOptions {
 }
 
 /** Called for every batch committed as done, with its apply time. */
-export type BatchObserver = (result: SyncJobResult, ms: number) => void;
+export type BatchObserver = (result: BatchResult, ms: number) => void;
 
 /** Errors of the connection itself: nothing was decided, the batch stays pending and is rung again. */
 const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'ER_CON_COUNT_ERROR', 'ER_SERVER_SHUTDOWN']);
@@ -31,7 +32,7 @@ class DeadlineExceeded extends Error {}
 /** A batch applied by a ring, with its result (also as the JSON text stored and announced). */
 interface Applied {
   batch: InboxBatch;
-  result: SyncJobResult;
+  result: BatchResult;
   resultJson: string;
   ms: number;
 }
@@ -59,7 +60,7 @@ export class InboxApplier {
     this.owners = owners;
   }
 
-  async ring(data: SyncJobData, log: Logger): Promise<SyncRingResult> {
+  async ring(data: RingJobData, log: Logger): Promise<RingResult> {
     const started = Date.now();
     let threadId: number | undefined;
     let expired = false;
@@ -150,9 +151,9 @@ export class InboxApplier {
   }
 
   /** Tells waiting gateways; when Redis cannot take it they find out by polling MySQL. */
-  private async announce(message: SyncDoneMessage): Promise<void> {
+  private async announce(message: BatchDoneMessage): Promise<void> {
     try {
-      await this.publisher.publish(syncDoneChannel(this.options.queuePrefix), JSON.stringify(message));
+      await this.publisher.publish(batchDoneChannel(this.options.queuePrefix), JSON.stringify(message));
     } catch (err) {
       this.logger.debug({ err: (err as Error).message, batchId: message.id }, 'could not announce a finished batch');
     }

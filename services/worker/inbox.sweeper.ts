@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import type { Db } from '../../shared/db/knex';
 import { InboxRepository } from '../../shared/db/inbox.repository';
 import type { Logger } from '../../shared/logger';
-import { SYNC_JOB_NAME, SYNC_JOB_OPTIONS, syncJobId, type SyncJobData, type SyncRingResult } from '../../shared/queue/sync.contract';
+import { ringJob, type RingJobData, type RingResult } from '../../shared/queue/ring.contract';
 
 export interface SweeperOptions {
   /** How often to look for pending batches. */
@@ -29,7 +29,7 @@ export class InboxSweeper {
 
   constructor(
     private readonly db: Db,
-    private readonly queue: Queue<SyncJobData, SyncRingResult>,
+    private readonly queue: Queue<RingJobData, RingResult>,
     private readonly options: SweeperOptions,
     private readonly logger: Logger,
   ) {}
@@ -53,11 +53,7 @@ export class InboxSweeper {
       const stale = await inbox.stalePending(new Date(now - this.options.staleMs), BATCH);
       if (stale.length > 0) {
         await this.queue.addBulk(
-          stale.map((b) => ({
-            name: SYNC_JOB_NAME,
-            data: { batchId: b.id, deviceId: b.deviceId, userId: b.userId, requestId: b.requestId },
-            opts: { ...SYNC_JOB_OPTIONS, jobId: syncJobId(b.id) },
-          })),
+          stale.map((b) => ringJob({ batchId: b.id, deviceId: b.deviceId, userId: b.userId, requestId: b.requestId })),
         );
         this.logger.debug({ batches: stale.length }, 'pending sync batches rung again');
       }

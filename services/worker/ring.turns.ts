@@ -1,6 +1,6 @@
 import { DelayedError, type Job } from 'bullmq';
 import { UserSlots } from '../../shared/fairness/user.slots';
-import type { SyncJobData } from '../../shared/queue/sync.contract';
+import type { RingJobData } from '../../shared/queue/ring.contract';
 
 /** How long a ring put aside for its user's turn waits at most before it is tried again. */
 export const DEFERRED_RING_MS = 500;
@@ -22,19 +22,19 @@ export const DEFERRED_RING_MS = 500;
 export class RingTurns {
   private readonly slots: UserSlots;
   /** Rings of each user put aside by this process, oldest first, by job id. */
-  private readonly deferred = new Map<string, Map<string, Job<SyncJobData>>>();
+  private readonly deferred = new Map<string, Map<string, Job<RingJobData>>>();
 
   constructor(perUser: number, private readonly deferMs = DEFERRED_RING_MS) {
     this.slots = new UserSlots(perUser);
   }
 
   /** Wraps a ring processor: the ring runs when its user has a turn free, else goes back to the queue. */
-  wrap<R>(process: (job: Job<SyncJobData, R>) => Promise<R>): (job: Job<SyncJobData, R>, token?: string) => Promise<R> {
+  wrap<R>(process: (job: Job<RingJobData, R>) => Promise<R>): (job: Job<RingJobData, R>, token?: string) => Promise<R> {
     return async (job, token) => {
       const { userId } = job.data;
       if (!this.slots.tryTake(userId)) {
         await job.moveToDelayed(Date.now() + this.deferMs, token);
-        this.remember(userId, job as Job<SyncJobData>);
+        this.remember(userId, job as Job<RingJobData>);
         // BullMQ's signal that the job was moved, not failed: it is neither counted nor removed.
         throw new DelayedError();
       }
@@ -48,8 +48,8 @@ export class RingTurns {
     };
   }
 
-  private remember(userId: string, job: Job<SyncJobData>): void {
-    const jobs = this.deferred.get(userId) ?? new Map<string, Job<SyncJobData>>();
+  private remember(userId: string, job: Job<RingJobData>): void {
+    const jobs = this.deferred.get(userId) ?? new Map<string, Job<RingJobData>>();
     const id = job.id ?? '';
     jobs.delete(id);
     jobs.set(id, job);
@@ -67,7 +67,7 @@ export class RingTurns {
   private async promoteNext(userId: string): Promise<void> {
     const jobs = this.deferred.get(userId);
     while (jobs && jobs.size > 0) {
-      const [id, job] = jobs.entries().next().value as [string, Job<SyncJobData>];
+      const [id, job] = jobs.entries().next().value as [string, Job<RingJobData>];
       jobs.delete(id);
       if (jobs.size === 0) this.deferred.delete(userId);
       try {

@@ -3,7 +3,7 @@ import type { Config } from '../../shared/config';
 import type { Db } from '../../shared/db/knex';
 import type { Logger } from '../../shared/logger';
 import { bullPrefix, closingWith, connectRedis } from '../../shared/redis/redis.connection';
-import { SYNC_QUEUE_NAME, type SyncJobData, type SyncRingResult } from '../../shared/queue/sync.contract';
+import { SYNC_QUEUE_NAME, type RingJobData, type RingResult } from '../../shared/queue/ring.contract';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { RedisChangeNotifier } from '../../shared/queue/change.channel';
 import { InboxApplier, type BatchObserver } from './inbox.applier';
@@ -11,7 +11,7 @@ import { InboxSweeper } from './inbox.sweeper';
 import { RingTurns } from './ring.turns';
 
 export interface SyncWorkers {
-  workers: Worker<SyncJobData, SyncRingResult>[];
+  workers: Worker<RingJobData, RingResult>[];
   sweeper: InboxSweeper;
   /**
    * Stops taking rings and waits for the ones in progress, at most `timeoutMs`; returns whether they
@@ -46,7 +46,7 @@ export async function startSyncWorkers(config: Config, db: Db, logger: Logger, o
   const prefix = bullPrefix(config, config.queuePrefix);
   const connection = connectRedis(config, 'blocking');
   const turns = new RingTurns(config.userWriteConcurrency);
-  const worker = closingWith(new Worker<SyncJobData, SyncRingResult>(
+  const worker = closingWith(new Worker<RingJobData, RingResult>(
     SYNC_QUEUE_NAME,
     turns.wrap((job) => applier.ring(job.data, logger.child({ requestId: job.data.requestId, jobId: job.id, deviceId: job.data.deviceId }))),
     {
@@ -63,7 +63,7 @@ export async function startSyncWorkers(config: Config, db: Db, logger: Logger, o
   ), connection);
   worker.on('failed', (job, err) => logger.warn({ jobId: job?.id, requestId: job?.data.requestId, err: err.message }, 'sync ring failed; its batches stay pending'));
   worker.on('error', (err) => logger.warn({ err: err.message }, 'worker connection error'));
-  const queue = new Queue<SyncJobData, SyncRingResult>(SYNC_QUEUE_NAME, { connection: publisher, prefix });
+  const queue = new Queue<RingJobData, RingResult>(SYNC_QUEUE_NAME, { connection: publisher, prefix });
   queue.on('error', (err) => logger.debug({ err: err.message }, 'sweeper queue error'));
   const sweeper = new InboxSweeper(db, queue, { intervalMs: SWEEP_INTERVAL_MS, staleMs: SWEEP_STALE_MS, retentionMs: RETENTION_MS }, logger);
   await worker.waitUntilReady();

@@ -1,7 +1,8 @@
 import type { Worker } from 'bullmq';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { batchOutcomeOf, createMetricsRegistry, DURATION_BUCKETS, type BatchOutcome } from '../../shared/metrics';
-import { SYNC_QUEUE_NAME, type SyncJobData, type SyncJobResult, type SyncRingResult } from '../../shared/queue/sync.contract';
+import { SYNC_QUEUE_NAME, type RingJobData, type RingResult } from '../../shared/queue/ring.contract';
+import type { BatchResult } from '../../shared/sync/batch.result';
 
 const OP_TYPES = new Set(['create', 'update', 'move', 'delete', 'share', 'share_link']);
 
@@ -42,14 +43,14 @@ export class WorkerMetrics {
   }
 
   /** The observer the inbox applier calls for every batch it commits. */
-  readonly recordApplied = (result: SyncJobResult, ms: number): void => {
+  readonly recordApplied = (result: BatchResult, ms: number): void => {
     this.recordBatch(batchOutcomeOf(result), ms);
     for (const op of result.applied) this.opsApplied.inc({ type: typeLabel(op.type), outcome: op.outcome });
     if (result.failed) this.opsFailed.inc({ type: typeLabel(result.failed.type), code: result.failed.error.code });
   };
 
   /** Counts rings that failed (their batches stay pending or were failed), from the workers' events. */
-  observe(workers: Worker<SyncJobData, SyncRingResult>[]): void {
+  observe(workers: Worker<RingJobData, RingResult>[]): void {
     for (const worker of workers) {
       worker.on('failed', (job) => {
         if (job?.processedOn) this.recordBatch('error', Math.max(0, (job.finishedOn ?? Date.now()) - job.processedOn));

@@ -1,6 +1,6 @@
 import type * as Protocol from '../protocol';
 import type { ErrorCode } from '../errors';
-import type { AppliedOp, FailedOp, SyncJobResult } from './sync.contract';
+import type { AppliedOp, BatchResult, FailedOp } from '../sync/batch.result';
 import type { FileView, FolderView } from '../../services/gateway/files/files.presenter';
 import type { OpType } from '../sync/ops';
 
@@ -20,7 +20,7 @@ export type ProtocolChecks = [
   Assert<Extends<AppliedOp['outcome'], Protocol.OpOutcome>>,
   Assert<Extends<Protocol.OpOutcome, AppliedOp['outcome']>>,
   Assert<Extends<FailedOp['error']['code'], Protocol.ErrorCode>>,
-  Assert<Extends<keyof SyncJobResult, keyof Protocol.SyncOpsResponse>>,
+  Assert<Extends<keyof BatchResult, keyof Protocol.SyncOpsResponse>>,
   Assert<Extends<AppliedOp['rev'], Protocol.AppliedOp['rev']>>,
   Assert<Extends<FailedOp['rev'], Protocol.FailedOp['rev']>>,
   Assert<Extends<OpType, Protocol.OpType>>,

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import { createDb, type Db } from '../../shared/db/knex';
-import { SYNC_QUEUE_NAME } from '../../shared/queue/sync.contract';
+import { SYNC_QUEUE_NAME } from '../../shared/queue/ring.contract';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
 const GATEWAY_MAIN = path.join(ROOT, 'dist', 'services', 'gateway', 'main.js');

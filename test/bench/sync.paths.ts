@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { Queue, QueueEvents, Worker, type Job } from 'bullmq';
 import IORedis from 'ioredis';
 import type { Knex } from 'knex';
-import { redisOptions, SYNC_QUEUE_NAME, type SyncJobData, type SyncJobResult, type SyncRingResult } from '../../shared/queue/sync.contract';
+import { SYNC_QUEUE_NAME, type RingJobData, type RingResult } from '../../shared/queue/ring.contract';
+import { redisOptions } from '../../shared/redis/redis.connection';
+import type { BatchResult } from '../../shared/sync/batch.result';
 import type { BenchUser } from './http.client';
 import { REDIS_URL, SYNC_CONCURRENCY } from './stack';
 import { msSince, now, summarize, type LatencySummary } from './stats';
@@ -45,7 +47,7 @@ export async function closedLoops(devices: number, batchSize: number, durationMs
 }
 
 /** The result the real worker would return for a batch of `size` ops: same shape and size. */
-function resultTemplate(size: number): SyncJobResult {
+function resultTemplate(size: number): BatchResult {
   return {
     applied: Array.from({ length: size }, (_, i) => ({
       opId: { raw: String(1_000_000 + i), kind: 'number' as const },
@@ -64,11 +66,11 @@ function resultTemplate(size: number): SyncJobResult {
  * result comes back through QueueEvents. No MySQL on this path.
  */
 export class BareQueue {
-  private queue!: Queue<{ opsJson: string }, SyncJobResult>;
+  private queue!: Queue<{ opsJson: string }, BatchResult>;
   private events!: QueueEvents;
-  private worker!: Worker<{ opsJson: string }, SyncJobResult>;
+  private worker!: Worker<{ opsJson: string }, BatchResult>;
   private producer!: IORedis;
-  private readonly templates = new Map<number, SyncJobResult>();
+  private readonly templates = new Map<number, BatchResult>();
   current = 1;
 
   constructor(private readonly prefix: string) {}
@@ -85,7 +87,7 @@ export class BareQueue {
     await Promise.all([this.events.waitUntilReady(), this.worker.waitUntilReady()]);
   }
 
-  private template(size: number): SyncJobResult {
+  private template(size: number): BatchResult {
     let t = this.templates.get(size);
     if (!t) this.templates.set(size, (t = resultTemplate(size)));
     return t;
@@ -118,8 +120,8 @@ export async function jobBreakdown(prefix: string, db: Knex, timelines: Map<stri
   const parts = { httpIn: 0, ring: 0, queueWait: 0, apply: 0, resultOut: 0, total: 0 };
   let n = 0;
   try {
-    const queue = new Queue<SyncJobData, SyncRingResult>(SYNC_QUEUE_NAME, { connection, prefix });
-    const jobs = (await queue.getJobs(['completed'], 0, -1)) as Job<SyncJobData, SyncRingResult>[];
+    const queue = new Queue<RingJobData, RingResult>(SYNC_QUEUE_NAME, { connection, prefix });
+    const jobs = (await queue.getJobs(['completed'], 0, -1)) as Job<RingJobData, RingResult>[];
     await queue.close();
     const byBatch = new Map(jobs.map((j) => [j.data.batchId, j]));
     const ids = [...timelines.keys()];

@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import { InboxRepository } from '../../shared/db/inbox.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { createLogger } from '../../shared/logger';
-import { redisOptions } from '../../shared/queue/sync.contract';
+import { redisOptions } from '../../shared/redis/redis.connection';
 import { InboxApplier } from '../../services/worker/inbox.applier';
 import type { BenchUser } from './http.client';
 import type { OpsGenerator } from './ops.generator';
@@ -55,7 +55,7 @@ function side(sqls: string[], batches: number, sample: string[]): SideStatements
 }
 
 /**
- * Runs the gateway's statement for a batch (InboxRepository.accept, what SyncClient.submit calls,
+ * Runs the gateway's statement for a batch (InboxRepository.accept, what BatchSubmitter.submit calls,
  * which also checks the token's user and device) and the
  * real ring (InboxApplier.ring, what the worker runs per job) in this process for `batches` 1-op
  * batches of one device, counting each side's statements. The Redis side is fixed by the code: the

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 import { MAINTENANCE_QUEUE } from '../../shared/queue/maintenance.contract';
-import { SYNC_QUEUE_NAME } from '../../shared/queue/sync.contract';
+import { SYNC_QUEUE_NAME } from '../../shared/queue/ring.contract';
 import { Api } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 

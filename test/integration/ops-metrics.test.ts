@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { newId } from '../../shared/ids';
 import { createLogger } from '../../shared/logger';
-import { SYNC_QUEUE_NAME } from '../../shared/queue/sync.contract';
+import { SYNC_QUEUE_NAME } from '../../shared/queue/ring.contract';
 import { startOpsServer } from '../../services/worker/ops.server';
 import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { WorkerMetrics } from '../../services/worker/worker.metrics';

@@ -7,7 +7,7 @@ import type { Express } from 'express';
 import { createLogger } from '../../shared/logger';
 import { buildGateway } from '../../services/gateway/app';
 import { openapiDocument } from '../../services/gateway/ops/openapi';
-import { SyncClient } from '../../services/gateway/sync/sync.client';
+import { BatchSubmitter } from '../../services/gateway/sync/batch.submitter';
 import { Api } from '../support/client';
 import { createTestEnv, JWT_SECRET, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 
@@ -16,14 +16,14 @@ const ROOT = path.join(__dirname, '..', '..');
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
 let env: TestEnv;
-let sync: SyncClient;
+let sync: BatchSubmitter;
 let app: Express;
 let gateway: RunningGateway;
 let closeSecond: () => Promise<void>;
 
 beforeAll(async () => {
   env = await createTestEnv();
-  sync = new SyncClient({ redis: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 1000, db: env.db }, createLogger('gateway', 'silent'));
+  sync = new BatchSubmitter({ redis: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 1000, db: env.db }, createLogger('gateway', 'silent'));
   gateway = await startGateway(env);
   const second = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes: gateway.changes, logger: createLogger('gateway', 'silent') });
   app = second.app;

@@ -1,8 +1,9 @@
 import { Queue } from 'bullmq';
 import { newId } from '../../shared/ids';
-import { redisOptions, SYNC_QUEUE_NAME } from '../../shared/queue/sync.contract';
+import { SYNC_QUEUE_NAME } from '../../shared/queue/ring.contract';
+import { redisOptions } from '../../shared/redis/redis.connection';
 import { createLogger } from '../../shared/logger';
-import { SyncClient } from '../../services/gateway/sync/sync.client';
+import { BatchSubmitter } from '../../services/gateway/sync/batch.submitter';
 import { Api } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 import { spawnWorker, stopWorker, type WorkerProcess } from '../support/workers';
@@ -64,7 +65,7 @@ test('batches of one device are applied one at a time in the order they were acc
   await Promise.all([start(), start()]);
   const { userId, deviceId } = await admin.createUser('ordered-device');
   const id = newId();
-  const client = new SyncClient(
+  const client = new BatchSubmitter(
     { redis: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 20000, db: env.db },
     createLogger('test', 'silent'),
   );
@@ -131,7 +132,7 @@ test('a worker killed mid-batch loses nothing: after recovery and a client retry
 });
 
 test('with no worker running the batch gets 503 after the timeout, and a retry once a worker runs applies it once', async () => {
-  const quick = new SyncClient({ redis: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 1000, db: env.db }, createLogger('test', 'silent'));
+  const quick = new BatchSubmitter({ redis: env.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 1000, db: env.db }, createLogger('test', 'silent'));
   await quick.ready();
   const { userId, deviceId } = await admin.createUser('patient-device');
   const id = newId();
@@ -168,7 +169,7 @@ test('the HTTP endpoint answers 503 with Retry-After when no result arrives in t
 
 test('with Redis unreachable the batch gets 503 at once', async () => {
   const deadEnv = { ...env, config: { ...env.config, redisUrl: 'redis://127.0.0.1:1' } };
-  const dead = new SyncClient({ redis: deadEnv.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 10000, db: env.db }, createLogger('test', 'silent'));
+  const dead = new BatchSubmitter({ redis: deadEnv.config.redisUrl, prefix: env.config.queuePrefix, timeoutMs: 10000, db: env.db }, createLogger('test', 'silent'));
   const before = Date.now();
   await expect(dead.submit({ requestId: 'r', userId: newId(), deviceId: newId(), acceptedAt: 0, opsJson: '[]' })).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
   const waited = Date.now() - before;

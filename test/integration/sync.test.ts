@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import { newId } from '../../shared/ids';
-import { redisOptions, SYNC_QUEUE_NAME } from '../../shared/queue/sync.contract';
+import { SYNC_QUEUE_NAME } from '../../shared/queue/ring.contract';
+import { redisOptions } from '../../shared/redis/redis.connection';
 import { Api } from '../support/client';
 import { ADMIN, type RunningGateway, type TestEnv } from '../support/harness';
 import { startStack, type TestStack } from '../support/stack';

@@ -5,7 +5,7 @@ import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { createLogger } from '../../shared/logger';
 import { EXPIRE_UPLOADS_JOB, EXPIRE_VERSIONS_JOB, MAINTENANCE_QUEUE, PURGE_TRASH_JOB, purgeIntervalMs, uploadExpirySweepMs } from '../../shared/queue/maintenance.contract';
-import { redisOptions } from '../../shared/queue/sync.contract';
+import { redisOptions } from '../../shared/redis/redis.connection';
 import { startMaintenance, type MaintenanceWorkers } from '../../services/worker/maintenance.workers';
 import { Api } from '../support/client';
 import { insertFile } from '../support/fixtures';

@@ -5,7 +5,7 @@ import { Queue } from 'bullmq';
 import * as tus from 'tus-js-client';
 import { newId } from '../../shared/ids';
 import { createLogger } from '../../shared/logger';
-import { redisOptions } from '../../shared/queue/sync.contract';
+import { redisOptions } from '../../shared/redis/redis.connection';
 import { EXPIRE_UPLOADS_JOB, MAINTENANCE_QUEUE } from '../../shared/queue/maintenance.contract';
 import { startMaintenance, type MaintenanceWorkers } from '../../services/worker/maintenance.workers';
 import { Api, type ApiResponse } from '../support/client';

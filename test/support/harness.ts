@@ -20,7 +20,7 @@ import type { PasswordHasher } from '../../services/gateway/auth/password.hasher
 import { ensureInitialAdmin } from '../../services/gateway/bootstrap';
 import { ChangeHub } from '../../services/gateway/changes/change.hub';
 import { createHttpServer, listen, type HttpServerOptions } from '../../services/gateway/http/http.server';
-import { SyncClient } from '../../services/gateway/sync/sync.client';
+import { BatchSubmitter } from '../../services/gateway/sync/batch.submitter';
 import { emptyPrefix, s3Environment } from './rgw';
 
 export const ADMIN = { username: 'admin', password: 'admin-password-1' };
@@ -108,7 +108,7 @@ export async function deleteQueueKeys(prefix: string, target: RedisTarget = 'red
 export interface RunningGateway {
   baseUrl: string;
   server: Server;
-  sync: SyncClient;
+  sync: BatchSubmitter;
   changes: ChangeHub;
   /** The Argon2 hasher the gateway's routes use, for tests that count what reaches it. */
   hasher: PasswordHasher;
@@ -123,7 +123,7 @@ export interface GatewayOptions {
 
 export async function startGateway(env: TestEnv, serverOptions: HttpServerOptions = {}, options: GatewayOptions = {}): Promise<RunningGateway> {
   const logger = createLogger('gateway', env.config.logLevel);
-  const sync = new SyncClient(
+  const sync = new BatchSubmitter(
     { redis: env.config, prefix: env.config.queuePrefix, timeoutMs: env.config.syncTimeoutMs, db: env.db },
     logger,
   );

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import IORedis from 'ioredis';
 import type { Logger } from '../../../shared/logger';
-import { redisOptions } from '../../../shared/queue/sync.contract';
+import { redisOptions } from '../../../shared/redis/redis.connection';
 import { DavError } from './dav.errors';
 import { isWithin } from './dav.paths';
 import type { XmlElement } from './dav.xml';

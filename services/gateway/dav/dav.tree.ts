@@ -9,7 +9,7 @@ import type { ContentService } from '../content/content.service';
 import type { ContentConditions } from '../content/preconditions';
 import type { FilesService } from '../files/files.service';
 import type { UploadStaging } from '../uploads/upload.staging';
-import type { SyncClient } from '../sync/sync.client';
+import type { BatchSubmitter } from '../sync/batch.submitter';
 import type { DavPath } from './dav.paths';
 
 /** A resource of the tree, or its root (a collection that is no resource of the API). */
@@ -51,7 +51,7 @@ export class DavTree {
     private readonly files: FilesService,
     private readonly content: ContentService,
     private readonly storage: UploadStaging,
-    private readonly sync: SyncClient,
+    private readonly sync: BatchSubmitter,
     readonly maxUploadBytes: number,
   ) {}
 

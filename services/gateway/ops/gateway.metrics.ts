@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { isAppError } from '../../../shared/errors';
 import { batchOutcomeOf, createMetricsRegistry, DURATION_BUCKETS, type BatchOutcome } from '../../../shared/metrics';
-import type { SyncClient } from '../sync/sync.client';
+import type { BatchSubmitter } from '../sync/batch.submitter';
 
 export type LoginOutcome = 'success' | 'failure' | 'rate_limited' | 'busy' | 'invalid' | 'error';
 
@@ -63,7 +63,7 @@ export class GatewayMetrics {
   private readonly syncSubmit: Histogram<'outcome'>;
   private readonly logins: Counter<'outcome'>;
 
-  constructor(queues: SyncClient['queues']) {
+  constructor(queues: BatchSubmitter['queues']) {
     const registry = createMetricsRegistry('gateway');
     this.registry = registry;
     this.httpDuration = new Histogram({
@@ -129,11 +129,11 @@ export class GatewayMetrics {
 
   /**
    * The same client, with `submit` timed. A view over the instance rather than a change inside
-   * SyncClient: the client stays about queues only, and every other member is the original's.
+   * BatchSubmitter: the client stays about queues only, and every other member is the original's.
    */
-  meterSync(sync: SyncClient): SyncClient {
+  meterSync(sync: BatchSubmitter): BatchSubmitter {
     const observe = this.syncSubmit;
-    const submit: SyncClient['submit'] = async (data) => {
+    const submit: BatchSubmitter['submit'] = async (data) => {
       const end = observe.startTimer();
       let outcome: BatchOutcome | 'unavailable' | undefined = 'error';
       try {
@@ -149,6 +149,6 @@ export class GatewayMetrics {
         if (outcome !== undefined) end({ outcome });
       }
     };
-    return Object.create(sync, { submit: { value: submit } }) as SyncClient;
+    return Object.create(sync, { submit: { value: submit } }) as BatchSubmitter;
   }
 }

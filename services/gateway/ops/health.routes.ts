@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { Db } from '../../../shared/db/knex';
 import type { ContentStore } from '../../../shared/storage/content.store';
-import type { SyncClient } from '../sync/sync.client';
+import type { BatchSubmitter } from '../sync/batch.submitter';
 
 async function databaseAnswers(db: Db): Promise<boolean> {
   try {
@@ -13,7 +13,7 @@ async function databaseAnswers(db: Db): Promise<boolean> {
 }
 
 /** `storage` in the answer: the content store (UPLOAD_DIR, or the S3 bucket) answers. */
-export function healthRoutes(db: Db, sync: SyncClient, store: ContentStore): Router {
+export function healthRoutes(db: Db, sync: BatchSubmitter, store: ContentStore): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

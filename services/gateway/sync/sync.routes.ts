@@ -2,11 +2,11 @@ import express, { Router } from 'express';
 import { invalid } from '../../../shared/errors';
 import { isPlainObject, jsonTooDeep, parseLossless, stringifyLossless } from '../../../shared/json';
 import { tooDeep } from '../http/errors.middleware';
-import { renderSyncResult } from '../../../shared/queue/sync.contract';
+import { renderBatchResult } from '../../../shared/sync/batch.result';
 import type { ResourceRepository, SnapshotEntry } from '../../../shared/db/resource.repository';
 import { claimsOf, principalOf, type requireToken, type requireUser } from '../auth/auth.middleware';
 import { queryString } from '../http/request';
-import type { SyncClient } from './sync.client';
+import type { BatchSubmitter } from './batch.submitter';
 
 export const MAX_OPS = 1000;
 export const SNAPSHOT_LIMIT = 10000;
@@ -47,11 +47,11 @@ export function snapshotBody(rows: SnapshotEntry[], cachedAt: number) {
 
 export interface SyncAuth {
   authenticated: ReturnType<typeof requireUser>;
-  /** The batch route's: the token only; the accept checks its user and device (SyncClient.submit). */
+  /** The batch route's: the token only; the accept checks its user and device (BatchSubmitter.submit). */
   token: ReturnType<typeof requireToken>;
 }
 
-export function syncRoutes(sync: SyncClient, resources: ResourceRepository, auth: SyncAuth): Router {
+export function syncRoutes(sync: BatchSubmitter, resources: ResourceRepository, auth: SyncAuth): Router {
   const router = Router();
   const { authenticated } = auth;
   const { verified, confirm } = auth.token;
@@ -79,7 +79,7 @@ export function syncRoutes(sync: SyncClient, resources: ResourceRepository, auth
       opsJson,
       acceptedAt: Date.now(),
     });
-    res.status(200).type('application/json').send(renderSyncResult(result));
+    res.status(200).type('application/json').send(renderBatchResult(result));
   });
 
   router.get('/sync/permissions', authenticated, async (req, res) => {

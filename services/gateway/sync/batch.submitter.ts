@@ -4,17 +4,8 @@ import { InboxRepository, type BatchOutcomeRow } from '../../../shared/db/inbox.
 import type { Logger } from '../../../shared/logger';
 import { AppError, unavailable } from '../../../shared/errors';
 import { bullPrefix, connectRedis, type RedisConnection, type RedisTarget } from '../../../shared/redis/redis.connection';
-import {
-  syncDoneChannel,
-  syncJobId,
-  SYNC_JOB_NAME,
-  SYNC_JOB_OPTIONS,
-  SYNC_QUEUE_NAME,
-  type SyncDoneMessage,
-  type SyncJobData,
-  type SyncJobResult,
-  type SyncRingResult,
-} from '../../../shared/queue/sync.contract';
+import { batchDoneChannel, ringJob, SYNC_QUEUE_NAME, type BatchDoneMessage, type RingJobData, type RingResult } from '../../../shared/queue/ring.contract';
+import type { BatchResult } from '../../../shared/sync/batch.result';
 
 /** A batch as the sync route hands it over. */
 export interface SyncSubmission {
@@ -26,7 +17,7 @@ export interface SyncSubmission {
   acceptedAt: number;
 }
 
-export interface SyncClientOptions {
+export interface BatchSubmitterOptions {
   redis: RedisTarget;
   prefix: string;
   timeoutMs: number;
@@ -38,7 +29,7 @@ export interface SyncClientOptions {
 }
 
 interface Waiter {
-  resolve: (result: SyncJobResult) => void;
+  resolve: (result: BatchResult) => void;
   reject: (err: AppError) => void;
   since: number;
   timer: NodeJS.Timeout;
@@ -51,9 +42,9 @@ interface Waiter {
  * lost its data still answers. A client never waits for nothing: on the timeout, or when Redis stays
  * unreachable, the batch is withdrawn in MySQL (or its result read, when it finished meanwhile).
  */
-export class SyncClient {
-  readonly queues: Queue<SyncJobData, SyncRingResult>[];
-  private readonly queue: Queue<SyncJobData, SyncRingResult>;
+export class BatchSubmitter {
+  readonly queues: Queue<RingJobData, RingResult>[];
+  private readonly queue: Queue<RingJobData, RingResult>;
   private readonly connection: RedisConnection;
   private readonly subscriber: RedisConnection;
   private readonly inbox: InboxRepository;
@@ -64,19 +55,19 @@ export class SyncClient {
   private polling = false;
 
   constructor(
-    private readonly options: SyncClientOptions,
+    private readonly options: BatchSubmitterOptions,
     private readonly logger: Logger,
   ) {
     this.inbox = new InboxRepository(options.db);
     this.connection = connectRedis(options.redis, 'producer');
     this.connection.on('error', (err) => logger.warn({ err: err.message }, 'redis producer connection error'));
-    this.queue = new Queue<SyncJobData, SyncRingResult>(SYNC_QUEUE_NAME, { connection: this.connection, prefix: bullPrefix(options.redis, options.prefix) });
+    this.queue = new Queue<RingJobData, RingResult>(SYNC_QUEUE_NAME, { connection: this.connection, prefix: bullPrefix(options.redis, options.prefix) });
     this.queue.on('error', (err) => logger.debug({ err: err.message }, 'sync queue error'));
     this.queues = [this.queue];
     this.subscriber = connectRedis(options.redis, 'blocking');
     this.subscriber.on('error', (err) => logger.debug({ err: err.message }, 'redis subscriber connection error'));
     this.subscriber.on('message', (_channel: string, text: string) => this.onMessage(text));
-    this.subscribed = this.subscriber.subscribe(syncDoneChannel(options.prefix));
+    this.subscribed = this.subscriber.subscribe(batchDoneChannel(options.prefix));
     this.subscribed.catch(() => undefined);
     this.poller = setInterval(() => void this.tick(), options.pollMs ?? 1000);
     this.poller.unref();
@@ -103,7 +94,7 @@ export class SyncClient {
    * Records the batch, rings a worker and waits for the batch's result, at most `timeoutMs`. Refuses
    * it (401, nothing recorded) when its device or user no longer exists: the accept checks them.
    */
-  async submit(data: SyncSubmission): Promise<SyncJobResult> {
+  async submit(data: SyncSubmission): Promise<BatchResult> {
     if (!this.redisReady) throw unavailable('the sync queue is unavailable', 2);
     const batchId = await this.inbox.accept({
       deviceId: data.deviceId,
@@ -113,16 +104,13 @@ export class SyncClient {
       createdAt: new Date(data.acceptedAt),
     });
     if (batchId === undefined) throw new AppError('UNAUTHORIZED', 'missing or invalid token');
-    const result = new Promise<SyncJobResult>((resolve, reject) => {
+    const result = new Promise<BatchResult>((resolve, reject) => {
       const timer = setTimeout(() => void this.withdraw(batchId, 'no sync result in time, retry the batch'), this.options.timeoutMs);
       this.waiting.set(batchId, { resolve, reject, since: Date.now(), timer });
     });
     try {
-      await this.queue.add(
-        SYNC_JOB_NAME,
-        { batchId, deviceId: data.deviceId, userId: data.userId, requestId: data.requestId },
-        { ...SYNC_JOB_OPTIONS, jobId: syncJobId(batchId) },
-      );
+      const ring = ringJob({ batchId, deviceId: data.deviceId, userId: data.userId, requestId: data.requestId });
+      await this.queue.add(ring.name, ring.data, ring.opts);
     } catch (err) {
       this.logger.warn({ err: (err as Error).message, batchId }, 'could not ring a sync worker');
       void this.withdraw(batchId, 'the sync queue is unavailable');
@@ -161,9 +149,9 @@ export class SyncClient {
   }
 
   private onMessage(text: string): void {
-    let message: SyncDoneMessage;
+    let message: BatchDoneMessage;
     try {
-      message = JSON.parse(text) as SyncDoneMessage;
+      message = JSON.parse(text) as BatchDoneMessage;
     } catch {
       return;
     }
@@ -210,7 +198,7 @@ export class SyncClient {
 
   private settleFrom(row: BatchOutcomeRow): void {
     if (row.status === 'done' && row.result !== null) {
-      const result = JSON.parse(row.result) as SyncJobResult;
+      const result = JSON.parse(row.result) as BatchResult;
       return this.settle(row.id, (w) => w.resolve(result));
     }
     if (row.status === 'pending') return;

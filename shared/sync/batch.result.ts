@@ -1,0 +1,45 @@
+import type { ErrorBody } from '../errors';
+import { LosslessNumber, stringifyLossless } from '../json';
+import type { OpEcho } from './ops';
+
+/** What became of one op of a batch. */
+export type OpOutcome = 'applied' | 'noop' | 'duplicate';
+
+/**
+ * The resource's rev right after the op (for a duplicate, its rev now); null when the op names no
+ * resource or the resource does not exist for the caller. A client that records it recognises its
+ * own change when the feed brings it back.
+ */
+export type ResultRev = number | null;
+
+export interface AppliedOp extends OpEcho {
+  outcome: OpOutcome;
+  rev: ResultRev;
+}
+
+export interface FailedOp extends OpEcho {
+  error: ErrorBody;
+  /** The rev as of the failure, with the same rule as AppliedOp.rev. */
+  rev: ResultRev;
+}
+
+/** A batch's result, as the worker stores it in the inbox and the gateway answers it. */
+export interface BatchResult {
+  applied: AppliedOp[];
+  failed: FailedOp | null;
+}
+
+const echoJson = (e: OpEcho) => ({
+  opId: e.opId === null ? null : e.opId.kind === 'number' ? new LosslessNumber(e.opId.raw) : e.opId.raw,
+  type: e.type,
+  resourceId: e.resourceId,
+});
+
+/** The HTTP response body of a batch, with every opId echoed exactly as it was sent. */
+export function renderBatchResult(result: BatchResult): string {
+  return stringifyLossless({
+    // `?? null`: results stored before revisions were reported have none.
+    applied: result.applied.map((a) => ({ ...echoJson(a), outcome: a.outcome, rev: a.rev ?? null })),
+    failed: result.failed === null ? null : { ...echoJson(result.failed), rev: result.failed.rev ?? null, error: result.failed.error },
+  });
+}
