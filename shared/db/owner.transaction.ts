@@ -75,24 +75,16 @@ export interface OwnerGate {
   enter(userId: string): Promise<() => void>;
 }
 
-/** What a caller of OwnerTransactions.run may add around its work. */
-export interface OwnerRunOptions<T> {
-  /**
-   * Runs first in the new transaction, before the owner's lock is waited for (the sync worker
-   * learns its connection there, so a deadline can end even a lock wait).
-   */
-  begun?: (trx: Knex.Transaction) => Promise<void>;
-  /**
-   * Takes the owner's lock in place of the plain locking read, with a statement that may lock more
-   * rows in the same round trip (the owner's row first); resolves to the owner's stored feed
-   * position, undefined when there is no such owner.
-   */
-  lockOwner?: (trx: Knex.Transaction) => Promise<number | undefined>;
-  /**
-   * Called once the transaction has committed, before the change feed is notified: the sync worker
-   * tells its waiting clients first.
-   */
-  committed?: (value: T) => void;
+/**
+ * Takes the owner's lock for the transaction: resolves to the owner's stored feed position, undefined
+ * when there is no such owner. The plain one is a locking read of the owner's row (lockOwnerRow).
+ */
+export type OwnerLock = (trx: Knex.Transaction, userId: string) => Promise<number | undefined>;
+
+/** A committed owner transaction: what the work returned, and whether it took feed positions. */
+export interface OwnerCommit<T> {
+  value: T;
+  changed: boolean;
 }
 
 /**
@@ -110,38 +102,47 @@ export class OwnerTransactions {
 
   /**
    * Runs `work` as a change of `author.userId`'s tree made by `author.deviceId` (NO_DEVICE when no
-   * device's request made it): every feed position the work takes records that device.
+   * device's request made it): every feed position the work takes records that device. After the
+   * commit, the change feed is notified.
    */
-  async run<T>(author: ChangeAuthor, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>, options: OwnerRunOptions<T> = {}): Promise<T> {
+  async run<T>(author: ChangeAuthor, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>): Promise<T> {
+    const { value, changed } = await this.commit(author, work);
+    if (changed) this.notifyChanged(author.userId);
+    return value;
+  }
+
+  /**
+   * The transaction of `run` without the notification, with the owner's lock taken by `lock`: for a
+   * caller that tells others first (the sync worker announces its batches' results) and then calls
+   * notifyChanged when `changed`.
+   */
+  async commit<T>(author: ChangeAuthor, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>, lock: OwnerLock = lockOwnerRow): Promise<OwnerCommit<T>> {
     const { userId, deviceId } = author;
     // Passed before a connection is taken: a caller held at the gate holds nothing of the pool.
     const leave = this.gate ? await this.gate.enter(userId) : undefined;
     let clock: ChangeClock | undefined;
-    let result: T;
     try {
-      result = await this.db.transaction(async (trx) => {
-        if (options.begun) await options.begun(trx);
-        const position = options.lockOwner ? await options.lockOwner(trx) : await lockOwnerRow(trx, userId);
-        clock = new ChangeClock(userId, position ?? 0, deviceId);
+      const value = await this.db.transaction(async (trx) => {
+        clock = new ChangeClock(userId, (await lock(trx, userId)) ?? 0, deviceId);
         const derived = DerivedData.deferWithin(trx);
         const usage = UsageLedger.deferWithin(trx);
-        const value = await work(trx, clock);
+        const result = await work(trx, clock);
         await derived.flush();
         // The byte counters go into the statement that stores the feed position: no extra round trip.
         const owner: Record<string, unknown> = await usage.columns(userId);
         if (clock.advanced) owner.change_seq = clock.position;
         if (Object.keys(owner).length > 0) await trx('users').where({ id: userId }).update(owner);
-        return value;
+        return result;
       });
+      return { value, changed: clock?.advanced ?? false };
     } finally {
       leave?.();
     }
-    try {
-      options.committed?.(result);
-    } finally {
-      if (clock?.advanced) this.notifier.changed(userId);
-    }
-    return result;
+  }
+
+  /** Wakes the change feed's waiting requests of `userId`; only after a commit that took feed positions. */
+  notifyChanged(userId: string): void {
+    this.notifier.changed(userId);
   }
 }
 

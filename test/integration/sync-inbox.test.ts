@@ -147,6 +147,34 @@ test('a ring lost with Redis is rung again by the sweeper and its client gets th
   expect(await env.db('sync_batches').where({ device_id: deviceId }).pluck('status')).toEqual(['done']);
 });
 
+test("a pending batch whose owner's row is gone is still taken by a ring, with its batches locked on their own", async () => {
+  const { userId, deviceId } = await admin.createUser('vanished-owner');
+  const missing = newId();
+  // The service only marks users deleted; a row removed by hand leaves its pending batches behind.
+  await env.db('sync_batches').insert({
+    device_id: deviceId,
+    user_id: userId,
+    status: 'pending',
+    ops: JSON.stringify([{ opId: 1, type: 'delete', resourceId: missing }]),
+    request_id: 'vanished-owner',
+    created_at: new Date(Date.now() - 60_000),
+  });
+  await env.db('users').where({ id: userId }).delete();
+
+  await start();
+  let row: { status: string; result: string | null } | undefined;
+  for (const end = Date.now() + 20000; Date.now() < end; await sleep(50)) {
+    row = await env.db('sync_batches').where({ request_id: 'vanished-owner' }).first('status', 'result');
+    if (row?.status !== 'pending') break;
+  }
+
+  // Applied like any batch: deleting what does not exist changes nothing.
+  expect(row?.status).toBe('done');
+  const result = JSON.parse(row!.result!) as { applied: Array<{ outcome: string; resourceId: string }>; failed: unknown };
+  expect(result.applied).toEqual([expect.objectContaining({ outcome: 'noop', resourceId: missing, type: 'delete' })]);
+  expect(result.failed).toBeNull();
+});
+
 test('after Redis restarts without its data, batches of one device sent at once still apply one at a time in acceptance order', async () => {
   await Promise.all([start(), start()]);
   const { api, deviceId } = await admin.createUser('order-user');
