@@ -36,9 +36,6 @@ export interface StaleBatch {
   requestId: string;
 }
 
-/** Whether this server takes INSERT ... SELECT ... FOR UPDATE (learnt on first use). */
-let lockedInsert: 'unknown' | 'unsupported' = 'unknown';
-
 /**
  * The only SQL about the sync inbox (table sync_batches). Batch ids are BIGINT and travel as decimal
  * strings, like every BIGINT of this code base.
@@ -58,41 +55,14 @@ export class InboxRepository {
    * a principal lookup, BEGIN, a locking read, the INSERT and COMMIT were five.
    */
   async accept(batch: NewBatch): Promise<string | undefined> {
-    if (lockedInsert === 'unsupported') return this.acceptInTransaction(batch);
-    let header: { affectedRows: number; insertId: number | string };
-    try {
-      [header] = (await this.db.raw(
-        'INSERT INTO sync_batches (device_id, user_id, status, ops, request_id, created_at) ' +
-          "SELECT d.id, ?, 'pending', ?, ?, ? FROM devices d WHERE d.id = ? AND d.deleted_at IS NULL " +
-          // A subquery's rows are not locked by the outer FOR UPDATE (MariaDB and MySQL alike).
-          'AND EXISTS (SELECT 1 FROM users u WHERE u.id = ? AND u.deleted_at IS NULL) FOR UPDATE',
-        [batch.userId, batch.ops, batch.requestId, batch.createdAt, batch.deviceId, batch.userId],
-      )) as [{ affectedRows: number; insertId: number | string }];
-    } catch (err) {
-      // A server whose grammar refuses the locking clause here: the transaction does the same in more trips.
-      if ((err as { code?: string }).code !== 'ER_PARSE_ERROR') throw err;
-      lockedInsert = 'unsupported';
-      return this.acceptInTransaction(batch);
-    }
+    const [header] = (await this.db.raw(
+      'INSERT INTO sync_batches (device_id, user_id, status, ops, request_id, created_at) ' +
+        "SELECT d.id, ?, 'pending', ?, ?, ? FROM devices d WHERE d.id = ? AND d.deleted_at IS NULL " +
+        // A subquery's rows are not locked by the outer FOR UPDATE (MariaDB and MySQL alike).
+        'AND EXISTS (SELECT 1 FROM users u WHERE u.id = ? AND u.deleted_at IS NULL) FOR UPDATE',
+      [batch.userId, batch.ops, batch.requestId, batch.createdAt, batch.deviceId, batch.userId],
+    )) as [{ affectedRows: number; insertId: number | string }];
     return header.affectedRows === 1 ? String(header.insertId) : undefined;
-  }
-
-  /** The same in an explicit transaction: lock the device row, check the user, insert, commit. */
-  private async acceptInTransaction(batch: NewBatch): Promise<string | undefined> {
-    return this.db.transaction(async (trx) => {
-      const device = await trx('devices').where({ id: batch.deviceId }).whereNull('deleted_at').forUpdate().first('id');
-      const user = device && (await trx('users').where({ id: batch.userId }).whereNull('deleted_at').first('id'));
-      if (!user) return undefined;
-      const [id] = await trx('sync_batches').insert({
-        device_id: batch.deviceId,
-        user_id: batch.userId,
-        status: 'pending',
-        ops: batch.ops,
-        request_id: batch.requestId,
-        created_at: batch.createdAt,
-      });
-      return String(id);
-    });
   }
 
   /** The device's pending batches up to `upToId`, oldest first, locked until the transaction ends. */
