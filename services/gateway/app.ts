@@ -36,6 +36,7 @@ import { CursorCodec } from './changes/feed.cursor';
 import { contentRoutes } from './content/content.routes';
 import { ContentService } from './content/content.service';
 import { deviceRoutes } from './devices/devices.routes';
+import { DevicesService } from './devices/devices.service';
 import { fileRoutes } from './files/files.routes';
 import { FilesService } from './files/files.service';
 import { errorHandler, notFoundHandler, refuseDeepJson } from './http/errors.middleware';
@@ -47,6 +48,7 @@ import { healthRoutes } from './ops/health.routes';
 import { metricsRoutes } from './ops/metrics.routes';
 import { syncRoutes } from './sync/sync.routes';
 import type { BatchSubmitter } from './sync/batch.submitter';
+import { PermissionsService } from './sync/permissions.service';
 import { trashRoutes } from './trash/trash.routes';
 import { TrashService } from './trash/trash.service';
 import { UploadStaging } from './uploads/upload.staging';
@@ -54,6 +56,7 @@ import { createUploads, type UploadsModule } from './uploads/uploads.module';
 import { storageMetrics } from './usage/usage.metrics';
 import { UsageService } from './usage/usage.service';
 import { userRoutes } from './users/users.routes';
+import { UsersService } from './users/users.service';
 import { AppPasswordRepository } from '../../shared/db/app-password.repository';
 import { DavRepository } from '../../shared/db/dav.repository';
 import { AppPasswordSecrets } from './app-passwords/app-password.secret';
@@ -204,16 +207,16 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // Ahead of the body parser too, so a malformed sign-in counts as "invalid" rather than not at all.
   v1.use('/auth/login', metrics.loginOutcomes());
   // The sync batch is parsed by its own route without loss of 64-bit integers, so it comes first.
-  v1.use(syncRoutes(metrics.meterSync(sync), resources, { authenticated, token: requireToken(tokens, users) }));
+  v1.use(syncRoutes(metrics.meterSync(sync), new PermissionsService(resources), { authenticated, token: requireToken(tokens, users) }));
   v1.use(changeRoutes(feed, authenticated));
   // tus bodies are raw bytes, streamed by the library; no body parser may touch them.
   v1.use(uploads.router);
   // Raw content bodies of any type, so also ahead of the JSON parser.
   v1.use(contentRoutes(content, storage, config.maxUploadBytes, authenticated));
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
-  v1.use(deviceRoutes(devices, registerLimit));
+  v1.use(deviceRoutes(new DevicesService(devices), registerLimit));
   v1.use(authRoutes(auth, loginLimits, authenticated));
-  v1.use(userRoutes(users, hasher, principals, authenticated, usage, config.defaultQuotaBytes));
+  v1.use(userRoutes(new UsersService(users, hasher, config.defaultQuotaBytes, principals), usage, authenticated));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
   v1.use(trashRoutes(trash, authenticated));
   v1.use(versionRoutes(versions, authenticated));

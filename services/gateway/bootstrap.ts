@@ -3,10 +3,10 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../../shared/config';
 import { isAppError } from '../../shared/errors';
-import { newId } from '../../shared/ids';
 import { UserRepository } from '../../shared/db/user.repository';
 import type { Db } from '../../shared/db/knex';
 import type { PasswordHasher } from './auth/password.hasher';
+import { NO_REVOCATIONS, UsersService } from './users/users.service';
 
 export class StartupError extends Error {}
 
@@ -30,22 +30,13 @@ export async function resolveJwtSecret(config: Config): Promise<string> {
 
 /** SPEC 5.5: with no user at all, the initial administrator comes from ADMIN_*, or the service refuses to start. */
 export async function ensureInitialAdmin(config: Config, db: Db, hasher: PasswordHasher): Promise<'created' | 'exists'> {
-  const users = new UserRepository(db);
-  if ((await users.count()) > 0) return 'exists';
+  const users = new UsersService(new UserRepository(db), hasher, config.defaultQuotaBytes, NO_REVOCATIONS);
+  if (await users.any()) return 'exists';
   if (!config.admin) {
     throw new StartupError('no user exists: set ADMIN_USERNAME and ADMIN_PASSWORD to create the initial administrator');
   }
   try {
-    const now = new Date();
-    await users.insert({
-      id: newId(),
-      username: config.admin.username,
-      email: config.admin.email,
-      passwordHash: await hasher.hash(config.admin.password),
-      isAdmin: true,
-      createdAt: now,
-      quotaBytes: config.defaultQuotaBytes,
-    });
+    await users.create({ username: config.admin.username, password: config.admin.password, email: config.admin.email, isAdmin: true });
   } catch (err) {
     // Another gateway starting at the same time created it first.
     if (isAppError(err) && err.code === 'NAME_CONFLICT') return 'exists';

@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { ResourceRepository } from '../../shared/db/resource.repository';
-import { SNAPSHOT_LIMIT, snapshotBody } from '../../services/gateway/sync/sync.routes';
+import { SNAPSHOT_LIMIT, snapshotBody } from '../../services/gateway/sync/permissions.service';
 import type { BenchContext } from './context';
 import { readDataset } from './dataset';
 import { figure, fmt, fmtBytes, fmtRatio, msSince, now, summarize, type ScenarioReport } from './stats';

@@ -1,8 +1,7 @@
 import { Router, type RequestHandler } from 'express';
 import Joi from 'joi';
-import { newId } from '../../../shared/ids';
-import type { DeviceRepository } from '../../../shared/db/device.repository';
 import { validateBody } from '../http/request';
+import type { DevicesService } from './devices.service';
 
 const registerSchema = Joi.object({
   name: Joi.string().min(1).max(100).required(),
@@ -10,13 +9,12 @@ const registerSchema = Joi.object({
 });
 
 /** `limit` is the registration limit per client address, checked before anything else. */
-export function deviceRoutes(devices: DeviceRepository, limit: RequestHandler): Router {
+export function deviceRoutes(devices: DevicesService, limit: RequestHandler): Router {
   const router = Router();
 
   router.post('/devices', limit, async (req, res) => {
     const body = validateBody(registerSchema, req.body);
-    const device = { id: newId(), name: body.name, platform: body.platform ?? null, userId: null, createdAt: new Date() };
-    await devices.insert(device);
+    const device = await devices.register(body.name, body.platform ?? null);
     res.status(201).json({ id: device.id, name: device.name, platform: device.platform, createdAt: device.createdAt.toISOString() });
   });
 

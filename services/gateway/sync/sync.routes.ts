@@ -3,13 +3,12 @@ import { invalid } from '../../../shared/errors';
 import { isPlainObject, jsonTooDeep, parseLossless, stringifyLossless } from '../../../shared/json';
 import { tooDeep } from '../http/errors.middleware';
 import { renderBatchResult } from '../../../shared/sync/batch.result';
-import type { ResourceRepository, SnapshotEntry } from '../../../shared/db/resource.repository';
 import { claimsOf, principalOf, type requireToken, type requireUser } from '../auth/auth.middleware';
 import { queryString } from '../http/request';
 import type { BatchSubmitter } from './batch.submitter';
+import type { PermissionsService } from './permissions.service';
 
 export const MAX_OPS = 1000;
-export const SNAPSHOT_LIMIT = 10000;
 // 9999-12-31T23:59:59.999Z: the last instant a timestamp column (and the contract's ISO form) can hold.
 const MAX_EPOCH_MS = 253402300799999;
 
@@ -28,30 +27,13 @@ export function parseBatch(text: unknown): string {
   return stringifyLossless(body.ops);
 }
 
-/** The snapshot response; `rows` may hold one entry more than the limit, which marks it truncated. */
-export function snapshotBody(rows: SnapshotEntry[], cachedAt: number) {
-  return {
-    items: rows.slice(0, SNAPSHOT_LIMIT).map((r) => ({
-      id: r.id,
-      type: r.type,
-      name: r.name,
-      parentId: r.parentId ?? '',
-      updatedAt: r.updatedAt.getTime(),
-      rev: r.rev,
-      effectiveAccess: 'owner' as const,
-    })),
-    cachedAt,
-    truncated: rows.length > SNAPSHOT_LIMIT,
-  };
-}
-
 export interface SyncAuth {
   authenticated: ReturnType<typeof requireUser>;
   /** The batch route's: the token only; the accept checks its user and device (BatchSubmitter.submit). */
   token: ReturnType<typeof requireToken>;
 }
 
-export function syncRoutes(sync: BatchSubmitter, resources: ResourceRepository, auth: SyncAuth): Router {
+export function syncRoutes(sync: BatchSubmitter, permissions: PermissionsService, auth: SyncAuth): Router {
   const router = Router();
   const { authenticated } = auth;
   const { verified, confirm } = auth.token;
@@ -87,9 +69,7 @@ export function syncRoutes(sync: BatchSubmitter, resources: ResourceRepository, 
     if (!/^\d{1,16}$/.test(raw) || Number(raw) > MAX_EPOCH_MS) {
       throw invalid(`after must be a non-negative integer of epoch milliseconds, at most ${MAX_EPOCH_MS} (year 9999)`);
     }
-    const cachedAt = Date.now();
-    const rows = await resources.changedSince(principalOf(req).userId, Number(raw), SNAPSHOT_LIMIT + 1);
-    res.json(snapshotBody(rows, cachedAt));
+    res.json(await permissions.snapshot(principalOf(req).userId, Number(raw)));
   });
 
   return router;

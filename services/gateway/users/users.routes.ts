@@ -1,13 +1,11 @@
 import { Router } from 'express';
 import Joi from 'joi';
-import { AppError, invalid, notFound } from '../../../shared/errors';
-import { isId, newId } from '../../../shared/ids';
-import type { UserRecord, UserRepository } from '../../../shared/db/user.repository';
+import { invalid } from '../../../shared/errors';
+import type { UserRecord } from '../../../shared/db/user.repository';
 import type { UsageService } from '../usage/usage.service';
 import { principalOf, requireAdmin, type requireUser } from '../auth/auth.middleware';
-import type { PasswordHasher } from '../auth/password.hasher';
-import type { PrincipalCache } from '../auth/principal.cache';
 import { queryString, singleParam, validateBody } from '../http/request';
+import type { UsersService } from './users.service';
 
 export const USERNAME = Joi.string().pattern(/^[A-Za-z0-9._-]{3,64}$/).messages({
   'string.pattern.base': '"username" must be 3 to 64 characters of letters, digits, ".", "_" and "-"',
@@ -45,14 +43,7 @@ function quotaOf(body: unknown): number | null {
   return value;
 }
 
-export function userRoutes(
-  users: UserRepository,
-  hasher: PasswordHasher,
-  principals: PrincipalCache,
-  authenticated: ReturnType<typeof requireUser>,
-  usage: UsageService,
-  defaultQuotaBytes: number | null,
-): Router {
+export function userRoutes(users: UsersService, usage: UsageService, authenticated: ReturnType<typeof requireUser>): Router {
   const router = Router();
 
   router.get('/users/me/usage', authenticated, async (req, res) => {
@@ -72,32 +63,17 @@ export function userRoutes(
   router.get('/users/resolve', authenticated, async (req, res) => {
     const username = queryString(req, 'username');
     if (!username) throw invalid('query parameter username is required');
-    const user = await users.findByUsername(username);
-    if (!user || user.deletedAt !== null) throw notFound('no such user');
-    res.json({ id: user.id, username: user.username });
+    res.json(await users.resolve(username));
   });
 
   router.post('/users', authenticated, requireAdmin, async (req, res) => {
     const body = validateBody(createUserSchema, req.body);
-    const user = {
-      id: newId(),
-      username: body.username,
-      email: body.email ?? null,
-      passwordHash: await hasher.hash(body.password),
-      isAdmin: body.isAdmin ?? false,
-      createdAt: new Date(),
-      quotaBytes: defaultQuotaBytes,
-    };
-    await users.insert(user);
+    const user = await users.create({ username: body.username, password: body.password, email: body.email ?? null, isAdmin: body.isAdmin ?? false });
     res.status(201).json(toAdminView(user));
   });
 
   router.delete('/users/:id', authenticated, requireAdmin, async (req, res) => {
-    const id = singleParam(req, 'id');
-    if (!isId(id)) throw notFound('no such user');
-    if (id === principalOf(req).userId) throw new AppError('INVALID_REQUEST', 'administrators cannot delete their own account');
-    if (!(await users.softDelete(id, new Date()))) throw notFound('no such user');
-    await principals.revoked(id);
+    await users.delete(principalOf(req).userId, singleParam(req, 'id'));
     res.status(204).end();
   });
 
