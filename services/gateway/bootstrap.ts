@@ -3,7 +3,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../../shared/config';
 import { isAppError } from '../../shared/errors';
-import { UserRepository } from '../../shared/db/user.repository';
+import { UserRepository } from '../../shared/db/repositories/user.repository';
 import type { Db } from '../../shared/db/knex';
 import type { PasswordHasher } from './auth/password.hasher';
 import { NO_REVOCATIONS, UsersService } from './users/users.service';

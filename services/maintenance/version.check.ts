@@ -1,6 +1,6 @@
-import type { ContentHolder, ContentRepository } from '../../shared/db/content.repository';
+import type { ContentHolder, ContentRepository } from '../../shared/db/repositories/content.repository';
 import { NO_DEVICE, type OwnerTransactions } from '../../shared/db/owner.transaction';
-import { VersionRepository } from '../../shared/db/version.repository';
+import { VersionRepository } from '../../shared/db/repositories/version.repository';
 import type { ContentStore } from '../../shared/storage/content.store';
 
 const PAGE = 1000;

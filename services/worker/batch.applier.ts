@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import mime from 'mime-types';
 import type { ChangeClock, ChangeStamp, OwnerTransactions } from '../../shared/db/owner.transaction';
-import { ResourceRepository, type NewResource, type ResourceState } from '../../shared/db/resource.repository';
-import { TraceRepository, type OperationTrace } from '../../shared/db/trace.repository';
-import { BatchLookupRepository } from '../../shared/db/batch-lookup.repository';
+import { ResourceRepository, type NewResource, type ResourceState } from '../../shared/db/repositories/resource.repository';
+import { TraceRepository, type OperationTrace } from '../../shared/db/repositories/trace.repository';
+import { BatchLookupRepository } from '../../shared/db/repositories/batch-lookup.repository';
 import { AppError, invalid, isAppError, notFound } from '../../shared/errors';
 import { isId } from '../../shared/ids';
 import { parseLossless } from '../../shared/json';

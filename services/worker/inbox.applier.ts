@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { RedisConnection } from '../../shared/redis/redis.connection';
 import type { Db } from '../../shared/db/knex';
-import { InboxRepository, type InboxBatch } from '../../shared/db/inbox.repository';
+import { InboxRepository, type InboxBatch } from '../../shared/db/repositories/inbox.repository';
 import type { ChangeClock, OwnerCommit, OwnerTransactions } from '../../shared/db/owner.transaction';
 import type { Logger } from '../../shared/logger';
 import { batchDoneChannel, type BatchDoneMessage, type RingJobData, type RingResult } from '../../shared/queue/ring.contract';

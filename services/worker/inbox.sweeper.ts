@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Db } from '../../shared/db/knex';
-import { InboxRepository } from '../../shared/db/inbox.repository';
+import { InboxRepository } from '../../shared/db/repositories/inbox.repository';
 import type { Logger } from '../../shared/logger';
 import { ringJob, type RingJobData, type RingResult } from '../../shared/queue/ring.contract';
 

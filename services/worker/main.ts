@@ -1,7 +1,7 @@
 import { ConfigError, loadConfig } from '../../shared/config';
-import { ContentRepository } from '../../shared/db/content.repository';
+import { ContentRepository } from '../../shared/db/repositories/content.repository';
 import { createDb } from '../../shared/db/knex';
-import { migrateToLatest } from '../../shared/db/migrate';
+import { migrateToLatest } from '../../shared/db/migrations/migrate';
 import { createLogger } from '../../shared/logger';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { claimStore, StoreMismatchError } from '../../shared/storage/store.identity';

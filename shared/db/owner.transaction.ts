@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import { DerivedData } from './derived.hooks';
+import { DerivedData } from './derived/derived.hooks';
 import type { Db } from './knex';
-import { UsageLedger } from './usage.ledger';
+import { UsageLedger } from './derived/usage.ledger';
 
 /** `deviceId` of a change no device made (the scheduled purge, an operator's repair). */
 export const NO_DEVICE = '';

@@ -1,5 +1,5 @@
 import { NO_DEVICE, type ChangeAuthor, type OwnerTransactions } from '../db/owner.transaction';
-import type { PurgedEntry, TrashRepository } from '../db/trash.repository';
+import type { PurgedEntry, TrashRepository } from '../db/repositories/trash.repository';
 import type { Logger } from '../logger';
 import type { ContentStore } from '../storage/content.store';
 

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import { AppError } from '../errors';
-import { UsageLedger } from '../db/usage.ledger';
-import { usedBytes, type Usage } from '../db/usage.repository';
-import { VersionRepository, type DroppedVersion } from '../db/version.repository';
+import { UsageLedger } from '../db/derived/usage.ledger';
+import { usedBytes, type Usage } from '../db/repositories/usage.repository';
+import { VersionRepository, type DroppedVersion } from '../db/repositories/version.repository';
 
 /** Why a write was refused for the quota, as the refusals metric names it. */
 export type QuotaRefusal = 'declared_size' | 'stored_bytes';

@@ -1,4 +1,4 @@
-import type { ContentRepository } from '../db/content.repository';
+import type { ContentRepository } from '../db/repositories/content.repository';
 import { newId } from '../ids';
 import type { ContentStore } from './content.store';
 

@@ -1,5 +1,5 @@
 import { NO_DEVICE, type OwnerTransactions } from '../db/owner.transaction';
-import { VersionRepository, type DroppedVersion } from '../db/version.repository';
+import { VersionRepository, type DroppedVersion } from '../db/repositories/version.repository';
 import type { Logger } from '../logger';
 import type { ContentStore } from '../storage/content.store';
 

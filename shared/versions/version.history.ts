@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { newId } from '../ids';
-import type { ResourceRecord } from '../db/resource.repository';
-import { VersionRepository, type DroppedVersion } from '../db/version.repository';
+import type { ResourceRecord } from '../db/repositories/resource.repository';
+import { VersionRepository, type DroppedVersion } from '../db/repositories/version.repository';
 
 /** How versions are kept: MAX_VERSIONS and VERSION_RETENTION_DAYS. */
 export interface VersionPolicy {

@@ -1,7 +1,7 @@
 import http from 'node:http';
-import { ChangeRepository, FEED_START, type FeedPosition } from '../../shared/db/change.repository';
+import { ChangeRepository, FEED_START, type FeedPosition } from '../../shared/db/repositories/change.repository';
 import { NO_DEVICE, OwnerTransactions } from '../../shared/db/owner.transaction';
-import { ResourceRepository } from '../../shared/db/resource.repository';
+import { ResourceRepository } from '../../shared/db/repositories/resource.repository';
 import { newId } from '../../shared/ids';
 import { createLogger } from '../../shared/logger';
 import { RedisChangeNotifier } from '../../shared/queue/change.channel';

@@ -1,5 +1,5 @@
 import autocannon from 'autocannon';
-import { ListingRepository } from '../../shared/db/listing.repository';
+import { ListingRepository } from '../../shared/db/repositories/listing.repository';
 import { createDb } from '../../shared/db/knex';
 import type { BenchContext } from './context';
 import { COMMON_TERM, RARE_MATCHES, RARE_TERM, readDataset } from './dataset';

@@ -1,5 +1,5 @@
-import { likeContains, ListingRepository } from '../../shared/db/listing.repository';
-import { NAME_MATCHES } from '../../shared/db/search-index.repository';
+import { likeContains, ListingRepository } from '../../shared/db/repositories/listing.repository';
+import { NAME_MATCHES } from '../../shared/db/derived/search-index.repository';
 import type { BenchContext } from './context';
 import { provisionUsers } from './http.client';
 import { cannon, repositoryAlone } from './reads.bench';

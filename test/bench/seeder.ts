@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { DerivedRepair } from '../../shared/db/derived.repair';
+import { DerivedRepair } from '../../shared/db/derived/derived.repair';
 import type { Db } from '../../shared/db/knex';
 
 /** Twenty words, each in about 5% of the names; capitalised, so a lowercase search exercises case folding. */

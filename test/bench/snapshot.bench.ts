@@ -1,5 +1,5 @@
 import { gzipSync } from 'node:zlib';
-import { ResourceRepository } from '../../shared/db/resource.repository';
+import { ResourceRepository } from '../../shared/db/repositories/resource.repository';
 import { SNAPSHOT_LIMIT, snapshotBody } from '../../services/gateway/sync/permissions.service';
 import type { BenchContext } from './context';
 import { readDataset } from './dataset';

@@ -1,7 +1,7 @@
 import IORedis from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { InboxRepository } from '../../shared/db/inbox.repository';
+import { InboxRepository } from '../../shared/db/repositories/inbox.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
 import { createLogger } from '../../shared/logger';
 import { redisOptions } from '../../shared/redis/redis.connection';

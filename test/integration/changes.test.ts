@@ -1,6 +1,6 @@
 import IORedis from 'ioredis';
 import { NO_DEVICE, OwnerTransactions } from '../../shared/db/owner.transaction';
-import { ResourceRepository } from '../../shared/db/resource.repository';
+import { ResourceRepository } from '../../shared/db/repositories/resource.repository';
 import { newId } from '../../shared/ids';
 import { Api } from '../support/client';
 import { expectError, ISO_MS } from '../support/fixtures';

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
-import { ContentRepository } from '../../shared/db/content.repository';
+import { ContentRepository } from '../../shared/db/repositories/content.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
-import { UsageRepository } from '../../shared/db/usage.repository';
+import { UsageRepository } from '../../shared/db/repositories/usage.repository';
 import type { ContentStore } from '../../shared/storage/content.store';
 import { PART_SIZE, S3ContentStore } from '../../shared/storage/s3/s3.store';
 import { createContentStore } from '../../shared/storage/store.factory';

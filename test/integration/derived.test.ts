@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { DerivedRepair } from '../../shared/db/derived.repair';
+import { DerivedRepair } from '../../shared/db/derived/derived.repair';
 import { newId } from '../../shared/ids';
 import { Api } from '../support/client';
 import type { TestEnv } from '../support/harness';
@@ -239,7 +239,7 @@ describe('repair command', () => {
     await env.db('search_grams').insert({ user_id: userId, gram: 42, name: 'ghost', resource_id: newId() });
 
     const run = (args: string[]) =>
-      promisify(execFile)('node', [path.resolve('dist/shared/db/repair.main.js'), ...args], { env: { ...process.env, ...env.env } }).catch(
+      promisify(execFile)('node', [path.resolve('dist/shared/db/derived/repair.main.js'), ...args], { env: { ...process.env, ...env.env } }).catch(
         (err: { code: number; stdout: string }) => ({ code: err.code, stdout: err.stdout }),
       );
     const checked = (await run(['--check'])) as { code?: number; stdout: string };

@@ -1,6 +1,6 @@
 import { newId } from '../../shared/ids';
 import { Api } from '../support/client';
-import { DerivedData } from '../../shared/db/derived.hooks';
+import { DerivedData } from '../../shared/db/derived/derived.hooks';
 import { expectError, insertFile, insertFolder, markDeleted } from '../support/fixtures';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 

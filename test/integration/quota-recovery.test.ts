@@ -1,10 +1,10 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import { ContentRepository } from '../../shared/db/content.repository';
+import { ContentRepository } from '../../shared/db/repositories/content.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
-import { ReservationRepository } from '../../shared/db/reservation.repository';
-import { UsageRepository } from '../../shared/db/usage.repository';
+import { ReservationRepository } from '../../shared/db/repositories/reservation.repository';
+import { UsageRepository } from '../../shared/db/repositories/usage.repository';
 import { newId } from '../../shared/ids';
 import { UploadReservations } from '../../shared/quota/upload.reservations';
 import { createContentStore } from '../../shared/storage/store.factory';

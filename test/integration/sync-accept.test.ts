@@ -1,4 +1,4 @@
-import { InboxRepository } from '../../shared/db/inbox.repository';
+import { InboxRepository } from '../../shared/db/repositories/inbox.repository';
 import { Api } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 

@@ -1,5 +1,5 @@
 import { NO_DEVICE, OwnerTransactions } from '../../shared/db/owner.transaction';
-import { TrashRepository } from '../../shared/db/trash.repository';
+import { TrashRepository } from '../../shared/db/repositories/trash.repository';
 import { newId } from '../../shared/ids';
 import { TrashPurger } from '../../shared/lifecycle/trash.purger';
 import { createContentStore } from '../../shared/storage/store.factory';

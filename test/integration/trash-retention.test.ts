@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
-import { TrashRepository } from '../../shared/db/trash.repository';
+import { TrashRepository } from '../../shared/db/repositories/trash.repository';
 import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { createLogger } from '../../shared/logger';

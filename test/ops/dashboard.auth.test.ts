@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import IORedis from 'ioredis';
-import { UserRepository } from '../../shared/db/user.repository';
+import { UserRepository } from '../../shared/db/repositories/user.repository';
 import { AppError } from '../../shared/errors';
 import { newId } from '../../shared/ids';
 import { ConcurrencyLimiter } from '../../services/gateway/auth/limiter';

@@ -4,7 +4,7 @@ import http from 'node:http';
 import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { newId } from '../../shared/ids';
-import { DerivedData } from '../../shared/db/derived.hooks';
+import { DerivedData } from '../../shared/db/derived/derived.hooks';
 import type { Db } from '../../shared/db/knex';
 import type { ApiResponse } from './client';
 import { JWT_SECRET } from './harness';

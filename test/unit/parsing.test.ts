@@ -1,6 +1,6 @@
 import { jsonTooDeep, readInt64, parseLossless } from '../../shared/json';
 import { extensionOf, normalizeName } from '../../shared/names';
-import { likeContains } from '../../shared/db/listing.repository';
+import { likeContains } from '../../shared/db/repositories/listing.repository';
 import { parseOp } from '../../shared/sync/ops';
 import { loadConfig } from '../../shared/config';
 

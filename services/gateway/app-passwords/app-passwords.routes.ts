@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import Joi from 'joi';
-import type { AppPasswordRecord } from '../../../shared/db/app-password.repository';
+import type { AppPasswordRecord } from '../../../shared/db/repositories/app-password.repository';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { singleParam, validateBody } from '../http/request';
 import type { AppPasswordsService } from './app-passwords.service';

@@ -1,5 +1,5 @@
-import type { AppPasswordRecord, AppPasswordRepository } from '../../../shared/db/app-password.repository';
-import type { Principal } from '../../../shared/db/user.repository';
+import type { AppPasswordRecord, AppPasswordRepository } from '../../../shared/db/repositories/app-password.repository';
+import type { Principal } from '../../../shared/db/repositories/user.repository';
 import { notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
 import type { Logger } from '../../../shared/logger';

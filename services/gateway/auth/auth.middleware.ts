@@ -1,6 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '../../../shared/errors';
-import type { Principal, UserRepository } from '../../../shared/db/user.repository';
+import type { Principal, UserRepository } from '../../../shared/db/repositories/user.repository';
 import type { PrincipalCache } from './principal.cache';
 import type { TokenClaims, TokenService } from './token.service';
 

@@ -1,6 +1,6 @@
 import { AppError, invalid } from '../../../shared/errors';
-import type { DeviceRepository } from '../../../shared/db/device.repository';
-import type { UserRepository } from '../../../shared/db/user.repository';
+import type { DeviceRepository } from '../../../shared/db/repositories/device.repository';
+import type { UserRepository } from '../../../shared/db/repositories/user.repository';
 import type { PasswordHasher } from './password.hasher';
 import type { TokenService } from './token.service';
 

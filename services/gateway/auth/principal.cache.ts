@@ -1,4 +1,4 @@
-import type { Principal } from '../../../shared/db/user.repository';
+import type { Principal } from '../../../shared/db/repositories/user.repository';
 import type { Logger } from '../../../shared/logger';
 import { connectRedis, type RedisConnection, type RedisTarget } from '../../../shared/redis/redis.connection';
 

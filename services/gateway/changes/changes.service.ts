@@ -1,5 +1,5 @@
-import { FEED_START, type ChangeRepository } from '../../../shared/db/change.repository';
-import type { ResourceRecord } from '../../../shared/db/resource.repository';
+import { FEED_START, type ChangeRepository } from '../../../shared/db/repositories/change.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
 import type { ChangeHub } from './change.hub';
 import type { CursorCodec, FeedCursor } from './feed.cursor';
 

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { invalid } from '../../../shared/errors';
-import type { FeedPosition } from '../../../shared/db/change.repository';
+import type { FeedPosition } from '../../../shared/db/repositories/change.repository';
 
 /** Where a client stands in its feed, and up to which position deleted resources stay hidden. */
 export interface FeedCursor {

@@ -1,7 +1,7 @@
 import mime from 'mime-types';
-import { ReservationRepository } from '../../../shared/db/reservation.repository';
-import type { ContentChange, ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
-import type { UsageRepository } from '../../../shared/db/usage.repository';
+import { ReservationRepository } from '../../../shared/db/repositories/reservation.repository';
+import type { ContentChange, ResourceRecord, ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { UsageRepository } from '../../../shared/db/repositories/usage.repository';
 import { invalid, notFound } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
 import { extensionOf } from '../../../shared/names';

@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import type { Principal, UserRepository } from '../../../shared/db/user.repository';
+import type { Principal, UserRepository } from '../../../shared/db/repositories/user.repository';
 import { isAppError } from '../../../shared/errors';
 import type { AppPasswordsService } from '../app-passwords/app-passwords.service';
 import { bearerToken } from '../auth/auth.middleware';

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
-import type { DavRepository } from '../../../shared/db/dav.repository';
-import type { Principal } from '../../../shared/db/user.repository';
+import type { DavRepository } from '../../../shared/db/repositories/dav.repository';
+import type { Principal } from '../../../shared/db/repositories/user.repository';
 import { DavError } from './dav.errors';
 import { locksCovering, type DavLock, type DavLockStore } from './dav.locks';
 import { isWithin, parseDavPath, parseDestination, type DavPath } from './dav.paths';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Request } from 'express';
-import type { DavRepository } from '../../../shared/db/dav.repository';
-import type { ResourceRecord } from '../../../shared/db/resource.repository';
-import type { Principal } from '../../../shared/db/user.repository';
+import type { DavRepository } from '../../../shared/db/repositories/dav.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
+import type { Principal } from '../../../shared/db/repositories/user.repository';
 import { AppError, type ErrorCode } from '../../../shared/errors';
 import { newId } from '../../../shared/ids';
 import type { ContentService } from '../content/content.service';

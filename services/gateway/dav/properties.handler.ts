@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { DeadProperty } from '../../../shared/db/dav.repository';
+import type { DeadProperty } from '../../../shared/db/repositories/dav.repository';
 import { DavError, statusLine } from './dav.errors';
 import { hrefOf } from './dav.paths';
 import { isLiveProperty, propResponse, type PropContext, type PropName, type PropRequest } from './dav.props';

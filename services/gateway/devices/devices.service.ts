@@ -1,5 +1,5 @@
 import { newId } from '../../../shared/ids';
-import type { DeviceRecord, DeviceRepository } from '../../../shared/db/device.repository';
+import type { DeviceRecord, DeviceRepository } from '../../../shared/db/repositories/device.repository';
 
 /**
  * Devices: registered anonymously (a device belongs to no user until someone signs in on it, see

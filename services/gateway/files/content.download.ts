@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { AppError } from '../../../shared/errors';
-import type { ResourceRecord } from '../../../shared/db/resource.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
 import type { ByteRange, ContentHandle } from '../../../shared/storage/content.store';
 import { reprDigest } from '../content/digest';
 

@@ -1,4 +1,4 @@
-import type { ResourceRecord } from '../../../shared/db/resource.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
 
 export interface FileView {
   id: string;

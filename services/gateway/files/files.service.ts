@@ -1,15 +1,15 @@
 import mime from 'mime-types';
-import type { ListedFile, ListingRepository } from '../../../shared/db/listing.repository';
+import type { ListedFile, ListingRepository } from '../../../shared/db/repositories/listing.repository';
 import type { ChangeAuthor, OwnerTransactions } from '../../../shared/db/owner.transaction';
-import type { FileSortColumn, PageResult, ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
+import type { FileSortColumn, PageResult, ResourceRecord, ResourceRepository } from '../../../shared/db/repositories/resource.repository';
 import { invalid, notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
 import { extensionOf, normalizeName } from '../../../shared/names';
 import { ContentNotFoundError, type ContentHandle, type ContentStore, type StagedContent } from '../../../shared/storage/content.store';
 import { contentKey } from '../../../shared/storage/content.keys';
 import type { ContentWriter } from '../../../shared/storage/content.writer';
-import { ReservationRepository } from '../../../shared/db/reservation.repository';
-import type { UsageRepository } from '../../../shared/db/usage.repository';
+import { ReservationRepository } from '../../../shared/db/repositories/reservation.repository';
+import type { UsageRepository } from '../../../shared/db/repositories/usage.repository';
 import { cannotFit, QuotaGuard, quotaExceeded, silentQuotaObserver, type QuotaObserver } from '../../../shared/quota/quota.guard';
 
 /**

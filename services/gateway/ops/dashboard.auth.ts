@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import { AppError, isAppError } from '../../../shared/errors';
-import type { UserRepository } from '../../../shared/db/user.repository';
+import type { UserRepository } from '../../../shared/db/repositories/user.repository';
 import { bearerToken } from '../auth/auth.middleware';
 import type { PasswordHasher } from '../auth/password.hasher';
 import { clientAddress, type FailureLimit } from '../auth/rate.limits';

@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Db } from '../../../shared/db/knex';
-import { InboxRepository, type BatchOutcomeRow } from '../../../shared/db/inbox.repository';
+import { InboxRepository, type BatchOutcomeRow } from '../../../shared/db/repositories/inbox.repository';
 import type { Logger } from '../../../shared/logger';
 import { AppError, unavailable } from '../../../shared/errors';
 import { bullPrefix, connectRedis, type RedisConnection, type RedisTarget } from '../../../shared/redis/redis.connection';

@@ -1,4 +1,4 @@
-import type { ResourceRepository, SnapshotEntry } from '../../../shared/db/resource.repository';
+import type { ResourceRepository, SnapshotEntry } from '../../../shared/db/repositories/resource.repository';
 
 export const SNAPSHOT_LIMIT = 10000;
 

@@ -1,6 +1,6 @@
 import type { ChangeAuthor, OwnerTransactions } from '../../../shared/db/owner.transaction';
-import type { PageResult, ResourceRecord } from '../../../shared/db/resource.repository';
-import type { TrashRepository } from '../../../shared/db/trash.repository';
+import type { PageResult, ResourceRecord } from '../../../shared/db/repositories/resource.repository';
+import type { TrashRepository } from '../../../shared/db/repositories/trash.repository';
 import { notFound } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
 import type { TrashPurger } from '../../../shared/lifecycle/trash.purger';

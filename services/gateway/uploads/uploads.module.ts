@@ -1,6 +1,6 @@
 import type { RequestHandler, Router } from 'express';
 import type { Config } from '../../../shared/config';
-import type { ResourceRepository } from '../../../shared/db/resource.repository';
+import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
 import type { Logger } from '../../../shared/logger';
 import type { UploadReservations } from '../../../shared/quota/upload.reservations';
 import type { ContentStore } from '../../../shared/storage/content.store';

@@ -1,6 +1,6 @@
 import type { Upload } from '@tus/server';
-import type { ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
-import type { Principal } from '../../../shared/db/user.repository';
+import type { ResourceRecord, ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { Principal } from '../../../shared/db/repositories/user.repository';
 import { invalid, notFound } from '../../../shared/errors';
 import type { UploadReservations } from '../../../shared/quota/upload.reservations';
 import type { ResumableDataStore } from '../../../shared/storage/content.store';

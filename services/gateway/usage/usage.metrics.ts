@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { USAGE_KINDS, type UsageRepository } from '../../../shared/db/usage.repository';
+import { USAGE_KINDS, type UsageRepository } from '../../../shared/db/repositories/usage.repository';
 import type { QuotaObserver, QuotaRefusal } from '../../../shared/quota/quota.guard';
 
 /**

@@ -1,6 +1,6 @@
-import type { UsageRepository } from '../../../shared/db/usage.repository';
-import { usedBytes } from '../../../shared/db/usage.repository';
-import type { UserRecord, UserRepository } from '../../../shared/db/user.repository';
+import type { UsageRepository } from '../../../shared/db/repositories/usage.repository';
+import { usedBytes } from '../../../shared/db/repositories/usage.repository';
+import type { UserRecord, UserRepository } from '../../../shared/db/repositories/user.repository';
 import { notFound } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
 

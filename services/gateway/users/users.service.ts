@@ -1,6 +1,6 @@
 import { AppError, notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
-import type { UserRecord, UserRepository } from '../../../shared/db/user.repository';
+import type { UserRecord, UserRepository } from '../../../shared/db/repositories/user.repository';
 import type { PasswordHasher } from '../auth/password.hasher';
 
 /** What creating a user needs; the password is hashed here, never stored. */

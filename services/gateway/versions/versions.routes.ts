@@ -1,6 +1,6 @@
 import { Router, type Request } from 'express';
-import type { ResourceRecord } from '../../../shared/db/resource.repository';
-import type { VersionRecord } from '../../../shared/db/version.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
+import type { VersionRecord } from '../../../shared/db/repositories/version.repository';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, singleParam } from '../http/request';
 import { toFileView } from '../files/files.presenter';

@@ -1,6 +1,6 @@
 import { NO_DEVICE, type OwnerTransactions } from '../../../shared/db/owner.transaction';
-import type { PageResult, ResourceRecord, ResourceRepository } from '../../../shared/db/resource.repository';
-import type { VersionRecord, VersionRepository } from '../../../shared/db/version.repository';
+import type { PageResult, ResourceRecord, ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { VersionRecord, VersionRepository } from '../../../shared/db/repositories/version.repository';
 import { notFound } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
 import type { ContentHandle, ContentStore } from '../../../shared/storage/content.store';

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { DerivedRepair } from '../derived.repair';
+import { DerivedRepair } from '../derived/derived.repair';
 
 export const name = '20261122000006_backfill_derived_tables';
 

@@ -9,7 +9,7 @@ const TREE_ID = 'VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin';
  * WebDAV dead properties (PROPPATCH), kept with their resource. `prop_key` is the SHA-256 (hex) of
  * "<namespace> <local name>", a fixed-width key however long a namespace URI is; `value` is the
  * property element as JSON (services/gateway/dav/dav.xml.ts), at most 64 KiB of XML each. A resource
- * in the trash keeps them for a restore; a purge removes them (shared/db/trash.repository.ts), and
+ * in the trash keeps them for a restore; a purge removes them (shared/db/repositories/trash.repository.ts), and
  * a removed resource row takes them along (ON DELETE CASCADE).
  */
 export async function up(knex: Knex): Promise<void> {

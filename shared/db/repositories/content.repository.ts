@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-import { UsageLedger } from './usage.ledger';
-import { changeColumns, type ChangeStamp } from './owner.transaction';
+import { UsageLedger } from '../derived/usage.ledger';
+import { changeColumns, type ChangeStamp } from '../owner.transaction';
 
 /** Longest IN list sent in one statement. */
 const CHUNK = 1000;

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '../config';
+import { ConfigError, loadConfig } from '../../config';
 import { migrateToLatest } from './migrate';
 
 async function main(): Promise<void> {

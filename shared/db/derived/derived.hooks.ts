@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { ActiveFilesRepository } from './active-files.repository';
+import { ActiveFilesRepository } from '../repositories/active-files.repository';
 import { CountersRepository } from './counters.repository';
 import { SearchIndexRepository } from './search-index.repository';
 

@@ -1,6 +1,6 @@
 import { crc32 } from 'node:zlib';
 import type { Knex } from 'knex';
-import type { ActiveFile } from './active-files.repository';
+import type { ActiveFile } from '../repositories/active-files.repository';
 
 /** Longest IN list sent in one statement. */
 const CHUNK = 1000;

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import { CountersRepository } from './counters.repository';
+import { CountersRepository } from '../derived/counters.repository';
 import { COLUMNS, toRecord, type FileSortColumn, type ListQuery, type PageResult, type ResourceRecord, type ResourceRow } from './resource.repository';
-import { NAME_MATCHES, SearchIndexRepository, type SqlSource } from './search-index.repository';
+import { NAME_MATCHES, SearchIndexRepository, type SqlSource } from '../derived/search-index.repository';
 
 /** Escapes LIKE wildcards with '!' so that '%', '_' and '\' in a search are literal characters. */
 export function likeContains(text: string): string {

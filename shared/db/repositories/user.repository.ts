@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-import { nameConflict } from '../errors';
-import { duplicateKey } from './errors';
+import { nameConflict } from '../../errors';
+import { duplicateKey } from '../errors';
 
 export interface UserRecord {
   id: string;

@@ -1,5 +1,5 @@
-import { createDb, ensureDatabase, parseDatabaseUrl, type Db } from './knex';
-import { migrationSource } from './migrations';
+import { createDb, ensureDatabase, parseDatabaseUrl, type Db } from '../knex';
+import { migrationSource } from '.';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

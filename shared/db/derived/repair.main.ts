@@ -3,10 +3,10 @@
  * the search index from `resources`, prints what differed, and (unless --check) replaces what was
  * wrong. Exits 0 when nothing differed or everything was repaired, 2 when --check found differences.
  */
-import { ConfigError, loadConfig } from '../config';
+import { ConfigError, loadConfig } from '../../config';
 import { DerivedRepair } from './derived.repair';
-import { createDb } from './knex';
-import { migrateToLatest } from './migrate';
+import { createDb } from '../knex';
+import { migrateToLatest } from '../migrations/migrate';
 
 async function main(): Promise<number> {
   const args = process.argv.slice(2);

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
-import { translateResourceWriteError } from './errors';
-import { DerivedData } from './derived.hooks';
-import { changeColumns, type ChangeStamp } from './owner.transaction';
-import { UsageLedger } from './usage.ledger';
+import { translateResourceWriteError } from '../errors';
+import { DerivedData } from '../derived/derived.hooks';
+import { changeColumns, type ChangeStamp } from '../owner.transaction';
+import { UsageLedger } from '../derived/usage.ledger';
 import { UsageRepository } from './usage.repository';
 import { VersionRepository } from './version.repository';
 import { COLUMNS, toRecord, type PageResult, type ResourceRecord, type ResourceRow } from './resource.repository';

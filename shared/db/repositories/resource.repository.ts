@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
-import { DerivedData } from './derived.hooks';
-import { translateResourceWriteError } from './errors';
-import { changeColumns, type ChangeStamp } from './owner.transaction';
+import { DerivedData } from '../derived/derived.hooks';
+import { translateResourceWriteError } from '../errors';
+import { changeColumns, type ChangeStamp } from '../owner.transaction';
 import { TreeRepository } from './tree.repository';
-import { UsageLedger } from './usage.ledger';
+import { UsageLedger } from '../derived/usage.ledger';
 
 export type ResourceType = 'file' | 'folder';
 
