@@ -66,6 +66,8 @@ export class BenchStack {
   worker?: ServiceProcess;
   /** Worker processes started beyond the first (the scaling runs). */
   readonly extraWorkers: ServiceProcess[] = [];
+  /** Every process launched, for the teardown. */
+  private readonly launched: ServiceProcess[] = [];
   private stopping?: Promise<void>;
 
   constructor(private readonly options: StackOptions) {}
@@ -116,12 +118,14 @@ export class BenchStack {
 
   /**
    * Starts a service process on this stack's settings (with `env` over them), profiled when the bench
-   * profiles; resolves once `ready` holds (a failed start leaves no process behind). The caller stops
-   * what it launched beyond the stack's own gateway and workers.
+   * profiles; resolves once `ready` holds (a failed start leaves no process behind). `stop()` ends
+   * whatever is still running, a process still starting included.
    */
   async launch(kind: ServiceKind, name: string, env: Record<string, string>, ready: () => Promise<boolean>): Promise<ServiceProcess> {
     const nodeArgs = this.options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${this.options.cpuProfDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
-    return new ServiceProcess(kind, { name: `the ${name}`, env: { ...this.env(), ...env }, nodeArgs, keepOutput: 20_000 }).start(ready, 60_000);
+    const proc = new ServiceProcess(kind, { name: `the ${name}`, env: { ...this.env(), ...env }, nodeArgs, keepOutput: 20_000 });
+    this.launched.push(proc);
+    return proc.start(ready, 60_000);
   }
 
   /** Starts one more worker process on the same database and queue; resolves once it takes rings. */
@@ -176,8 +180,8 @@ export class BenchStack {
   private async teardown(): Promise<void> {
     const problems: string[] = [];
     await Promise.all(
-      [this.gateway, this.worker, ...this.extraWorkers].map(async (proc) => {
-        if (proc && (await proc.stop('SIGTERM', 15_000))) problems.push(`${proc.name} did not stop on SIGTERM; killed`);
+      this.launched.map(async (proc) => {
+        if (await proc.stop('SIGTERM', 15_000)) problems.push(`${proc.name} did not stop on SIGTERM; killed`);
       }),
     );
     if (this.db) {
