@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { STATEMENTS, tagText } from './statement.tags';
 import { DerivedData } from './derived/derived.hooks';
 import type { Db } from './knex';
 import { UsageLedger } from './derived/usage.ledger';
@@ -148,6 +149,6 @@ export class OwnerTransactions {
 
 /** The owner's row, locked until the transaction ends; its stored feed position. */
 async function lockOwnerRow(trx: Knex.Transaction, userId: string): Promise<number | undefined> {
-  const owner = await trx('users').where({ id: userId }).forUpdate().first<{ change_seq: string | number } | undefined>('change_seq');
+  const owner = await trx('users').where({ id: userId }).forUpdate().comment(tagText(STATEMENTS.lockOwner)).first<{ change_seq: string | number } | undefined>('change_seq');
   return owner ? Number(owner.change_seq) : undefined;
 }

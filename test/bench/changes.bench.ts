@@ -112,7 +112,7 @@ export async function runChanges(ctx: BenchContext): Promise<ScenarioReport> {
   const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
   const cursors = new Map<string, string>();
   for (const user of users) cursors.set(user.userId, (await client.json('GET', '/v1/sync/changes?limit=1000000', undefined, user.token)).body.cursor);
-  const gatewayPid = stack.gateway!.proc.pid!;
+  const gatewayPid = stack.gatewayPid;
   const idle = await memoryOf(gatewayPid);
   let held: Held[] = Array.from({ length: heldCount }, (_, i) => users[i % users.length]!).map((u) => hold(ctx, agent, u, cursors.get(u.userId)!));
   await new Promise((r) => setTimeout(r, 1500));

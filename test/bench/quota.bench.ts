@@ -1,13 +1,9 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
-import path from 'node:path';
 import type { BenchContext } from './context';
+import { freePort, gatewayReady } from './stack';
 import { HttpClient, provisionUsers, type BenchUser } from './http.client';
 import { figure, fmt, fmtRatio, msSince, now, summarize, type Figure, type ScenarioReport } from './stats';
 
-// Run from dist/test/bench, as stack.ts is.
-const GATEWAY_MAIN = path.join(__dirname, '..', '..', '..', 'dist', 'services', 'gateway', 'main.js');
 const BOUNDARY = 'quotabenchboundary';
 const CONNECTIONS = 8;
 
@@ -53,38 +49,12 @@ async function putTimes(client: HttpClient, user: BenchUser, files: string[], si
   return ms;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 /** A second gateway on the same database and store, with other settings; stopped by the returned function. */
 async function extraGateway(ctx: BenchContext, env: Record<string, string>): Promise<{ client: HttpClient; stop: () => Promise<void> }> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [GATEWAY_MAIN], { env: { ...process.env, ...ctx.stack.env(), PORT: String(port), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  proc.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   const baseUrl = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    const res = await fetch(`${baseUrl}/readyz`).catch(() => undefined);
-    if (res?.status === 200) break;
-    if (i > 600 || proc.exitCode !== null) throw new Error(`the second gateway did not start: ${output.slice(-2000)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    client: new HttpClient(baseUrl),
-    stop: async () => {
-      proc.kill('SIGTERM');
-      await new Promise((r) => proc.once('exit', r));
-    },
-  };
+  const proc = await ctx.stack.launch('gateway', 'gateway2', { PORT: String(port), ...env }, () => gatewayReady(baseUrl));
+  return { client: new HttpClient(baseUrl), stop: async () => void (await proc.stop('SIGTERM')) };
 }
 
 /**

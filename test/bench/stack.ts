@@ -1,7 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { bullPrefix, connectRedis, parseClusterNodes } from '../../shared/redis/redis.connection';
 import { randomBytes } from 'node:crypto';
-import { existsSync, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,10 +8,7 @@ import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import { createDb, type Db } from '../../shared/db/knex';
 import { SYNC_QUEUE_NAME } from '../../shared/queue/ring.contract';
-
-const ROOT = path.join(__dirname, '..', '..', '..');
-const GATEWAY_MAIN = path.join(ROOT, 'dist', 'services', 'gateway', 'main.js');
-const WORKER_MAIN = path.join(ROOT, 'dist', 'services', 'worker', 'main.js');
+import { ServiceProcess, type ServiceKind } from '../support/processes';
 
 export const REDIS_URL = 'redis://127.0.0.1:6379';
 export const ADMIN = { username: 'bench-admin', password: 'bench-admin-password-1' };
@@ -34,21 +30,7 @@ export interface StackOptions {
   log: (line: string) => void;
 }
 
-interface Child {
-  name: string;
-  proc: ChildProcess;
-  output: () => string;
-  exited: Promise<void>;
-}
-
-/** The service's own settings: taken from the bench, never from the shell it was started in. */
-const SERVICE_SETTING = /^(DATABASE_URL|REDIS_URL|PORT|WORKER_PORT|DATA_DIR|UPLOAD_DIR|MAX_UPLOAD_BYTES|JWT_SECRET|ADMIN_\w+|LOGIN_\w+|SYNC_\w+|FEED_\w+|USER_WRITE_\w+|QUEUE_PREFIX|LOG_LEVEL|SHUTDOWN_TIMEOUT_MS)$/;
-
-function inheritedEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([key]) => !SERVICE_SETTING.test(key)));
-}
-
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);
@@ -59,7 +41,11 @@ async function freePort(): Promise<number> {
   });
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The gateway answers its readiness probe. */
+export async function gatewayReady(baseUrl: string): Promise<boolean> {
+  const res = await fetch(`${baseUrl}/readyz`).catch(() => undefined);
+  return res?.status === 200;
+}
 
 /**
  * The service as it runs in production: the built gateway and worker as separate node processes, on a
@@ -76,10 +62,12 @@ export class BenchStack {
   baseUrl = '';
   /** The bench's own pool on the service's database: data loading and the direct (no-HTTP) ceilings. */
   db!: Db;
-  gateway?: Child;
-  worker?: Child;
+  gateway?: ServiceProcess;
+  worker?: ServiceProcess;
   /** Worker processes started beyond the first (the scaling runs). */
-  readonly extraWorkers: Child[] = [];
+  readonly extraWorkers: ServiceProcess[] = [];
+  /** Every process launched, for the teardown. */
+  private readonly launched: ServiceProcess[] = [];
   private stopping?: Promise<void>;
 
   constructor(private readonly options: StackOptions) {}
@@ -114,9 +102,6 @@ export class BenchStack {
   }
 
   async start(): Promise<void> {
-    for (const main of [GATEWAY_MAIN, WORKER_MAIN]) {
-      if (!existsSync(main)) throw new Error(`${main} is missing: run "npm run build" first (npm run bench does)`);
-    }
     this.dir = await fs.mkdtemp(path.join(os.tmpdir(), `${this.name}-`));
     this.uploadDir = path.join(this.dir, 'uploads');
     await fs.mkdir(this.uploadDir, { recursive: true });
@@ -124,72 +109,41 @@ export class BenchStack {
     this.baseUrl = `http://127.0.0.1:${this.port}`;
 
     // The gateway migrates the fresh database; the worker starts once it has, so they do not contend.
-    this.gateway = this.spawn('gateway', GATEWAY_MAIN);
-    await this.waitFor('gateway', async () => {
-      const res = await fetch(`${this.baseUrl}/readyz`).catch(() => undefined);
-      return res?.status === 200;
-    });
-    this.worker = this.spawn('worker', WORKER_MAIN);
-    await this.waitFor('worker', () => this.workersReady(1));
+    this.gateway = await this.launch('gateway', 'gateway', {}, () => gatewayReady(this.baseUrl));
+    this.worker = await this.launch('worker', 'worker', {}, () => this.workersReady(1));
     // Direct-apply ceilings queue 64 devices' batches on a worker-sized pool: they wait as long as
     // the service's requests may (SYNC_TIMEOUT_MS), not the 10 s default.
     this.db = createDb(this.databaseUrl, { max: SYNC_CONCURRENCY, acquireTimeoutMs: SYNC_TIMEOUT_MS });
   }
 
-  private spawn(name: string, main: string): Child {
-    const args = this.options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${this.options.cpuProfDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
-    const proc = spawn(process.execPath, [...args, main], { env: { ...inheritedEnv(), ...this.env() }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    const keep = (d: Buffer) => {
-      out = (out + d.toString()).slice(-20_000);
-    };
-    proc.stdout!.on('data', keep);
-    proc.stderr!.on('data', keep);
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-    return { name, proc, output: () => out, exited };
-  }
-
-  private async waitFor(name: 'gateway' | 'worker', ready: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-    const child = name === 'gateway' ? this.gateway! : this.worker!;
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      if (child.proc.exitCode !== null || child.proc.signalCode !== null) {
-        throw new Error(`the ${name} exited during start-up:\n${child.output()}`);
-      }
-      if (await ready()) return;
-      await sleep(100);
-    }
-    throw new Error(`the ${name} was not ready within ${timeoutMs} ms:\n${child.output()}`);
+  /**
+   * Starts a service process on this stack's settings (with `env` over them), profiled when the bench
+   * profiles; resolves once `ready` holds (a failed start leaves no process behind). `stop()` ends
+   * whatever is still running, a process still starting included.
+   */
+  async launch(kind: ServiceKind, name: string, env: Record<string, string>, ready: () => Promise<boolean>): Promise<ServiceProcess> {
+    const nodeArgs = this.options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${this.options.cpuProfDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+    const proc = new ServiceProcess(kind, { name: `the ${name}`, env: { ...this.env(), ...env }, nodeArgs, keepOutput: 20_000 });
+    this.launched.push(proc);
+    return proc.start(ready, 60_000);
   }
 
   /** Starts one more worker process on the same database and queue; resolves once it takes rings. */
   async addWorker(): Promise<number> {
-    const child = this.spawn(`worker${this.extraWorkers.length + 2}`, WORKER_MAIN);
-    this.extraWorkers.push(child);
-    const want = this.extraWorkers.length + 1;
-    const deadline = Date.now() + 60_000;
-    while (!(await this.workersReady(want))) {
-      if (child.proc.exitCode !== null || Date.now() > deadline) throw new Error(`the extra worker did not start:\n${child.output()}`);
-      await sleep(100);
-    }
-    return child.proc.pid!;
+    const want = this.extraWorkers.length + 2;
+    const proc = await this.launch('worker', `worker${want}`, {}, () => this.workersReady(want));
+    this.extraWorkers.push(proc);
+    return proc.child.pid!;
   }
 
   /** Stops the workers started by addWorker (SIGTERM; they finish their rings first). */
   async stopExtraWorkers(): Promise<void> {
-    const children = this.extraWorkers.splice(0);
-    await Promise.all(
-      children.map(async (child) => {
-        if (child.proc.exitCode !== null || child.proc.signalCode !== null) return;
-        child.proc.kill('SIGTERM');
-        await child.exited;
-      }),
-    );
+    await Promise.all(this.extraWorkers.splice(0).map((proc) => proc.stop('SIGTERM')));
   }
 
   /** Pids of every worker process, the first one first. */
   get workerPids(): number[] {
-    return [this.worker, ...this.extraWorkers].flatMap((c) => (c?.proc.pid ? [c.proc.pid] : []));
+    return [this.worker, ...this.extraWorkers].flatMap((c) => (c?.child.pid ? [c.child.pid] : []));
   }
 
   /** The worker logs at warn, so readiness is read from Redis: workers registered on the sync queue. */
@@ -212,7 +166,7 @@ export class BenchStack {
   }
 
   get gatewayPid(): number {
-    const pid = this.gateway?.proc.pid;
+    const pid = this.gateway?.child.pid;
     if (!pid) throw new Error('the gateway is not running');
     return pid;
   }
@@ -226,15 +180,8 @@ export class BenchStack {
   private async teardown(): Promise<void> {
     const problems: string[] = [];
     await Promise.all(
-      [this.gateway, this.worker, ...this.extraWorkers].map(async (child) => {
-        if (!child || child.proc.exitCode !== null || child.proc.signalCode !== null) return;
-        child.proc.kill('SIGTERM');
-        const killed = await Promise.race([child.exited.then(() => false), sleep(15_000).then(() => true)]);
-        if (killed) {
-          problems.push(`${child.name} did not stop on SIGTERM; killed`);
-          child.proc.kill('SIGKILL');
-          await child.exited;
-        }
+      this.launched.map(async (proc) => {
+        if (await proc.stop('SIGTERM', 15_000)) problems.push(`${proc.name} did not stop on SIGTERM; killed`);
       }),
     );
     if (this.db) {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Queue, QueueEvents, Worker, type Job } from 'bullmq';
 import IORedis from 'ioredis';
 import type { Knex } from 'knex';
+import { withoutTag } from '../../shared/db/statement.tags';
 import { SYNC_QUEUE_NAME, type RingJobData, type RingResult } from '../../shared/queue/ring.contract';
 import { redisOptions } from '../../shared/redis/redis.connection';
 import type { BatchResult } from '../../shared/sync/batch.result';
@@ -155,7 +156,7 @@ export async function jobBreakdown(prefix: string, db: Knex, timelines: Map<stri
 export function queryCounter(db: Knex) {
   const counts = new Map<string, number>();
   const listener = (q: { sql?: string }) => {
-    const verb = (q.sql ?? '').trim().split(/\s+/)[0]?.toUpperCase().replace(/;$/, '') ?? '?';
+    const verb = withoutTag(q.sql ?? '').trim().split(/\s+/)[0]?.toUpperCase().replace(/;$/, '') ?? '?';
     counts.set(verb, (counts.get(verb) ?? 0) + 1);
   };
   db.on('query', listener);

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { InboxRepository } from '../../shared/db/repositories/inbox.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
+import { withoutTag } from '../../shared/db/statement.tags';
 import { createLogger } from '../../shared/logger';
 import { redisOptions } from '../../shared/redis/redis.connection';
 import { InboxApplier } from '../../services/worker/inbox.applier';
@@ -48,7 +49,7 @@ function recorder(db: Knex) {
 function side(sqls: string[], batches: number, sample: string[]): SideStatements {
   const byVerb: Record<string, number> = {};
   for (const sql of sqls) {
-    const verb = sql.split(/\s+/)[0]!.toUpperCase().replace(/;$/, '');
+    const verb = withoutTag(sql).split(/\s+/)[0]!.toUpperCase().replace(/;$/, '');
     byVerb[verb] = (byVerb[verb] ?? 0) + 1 / batches;
   }
   return { perBatch: sqls.length / batches, byVerb, sample: sample.map((s) => s.replace(/\s+/g, ' ').slice(0, 90)) };

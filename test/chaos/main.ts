@@ -28,7 +28,7 @@ import { ChaosUploader, type UploaderReport } from './uploader';
 import { freePort, RedisServer } from '../support/redis.server';
 import { verify, type DeviceInfo } from './check';
 import { ChaosDevice, type Attempt } from './device';
-import { Service } from './services';
+import { ServiceProcess, type ServiceKind } from '../support/processes';
 import { latencyReport, type FaultEvent } from './report';
 
 const args = Object.fromEntries(
@@ -94,8 +94,10 @@ async function main(): Promise<void> {
     WORKER_PORT: '0',
     ...storage,
   };
-  const gateway = new Service('gateway', 'gateway', env, dir);
-  const workers = Array.from({ length: WORKERS }, (_, i) => new Service(`worker-${i}`, 'worker', env, dir));
+  // Each process's output goes to a log file of its own in the run's directory, across restarts.
+  const launch = (kind: ServiceKind, name: string) => new ServiceProcess(kind, { name, env, logFile: path.join(dir, `${name}.log`), keepOutput: 100_000 });
+  const gateway = launch('gateway', 'gateway');
+  const workers = Array.from({ length: WORKERS }, (_, i) => launch('worker', `worker-${i}`));
   const db = createDb(databaseUrl, { max: 4 });
   let exitCode = 1;
   try {
@@ -150,7 +152,7 @@ async function main(): Promise<void> {
     exitCode = bad > 0 ? 1 : 0;
     console.log(bad > 0 ? 'RESULT: FAILED' : 'RESULT: OK');
   } finally {
-    await Promise.allSettled([gateway.stop(), ...workers.map((w) => w.stop())]);
+    await Promise.allSettled([gateway.stop('SIGKILL'), ...workers.map((w) => w.stop('SIGKILL'))]);
     for (const s of [gateway, ...workers]) s.close();
     await redis.stop();
     if (rgw) await Rgw.stop(rgw.dir);
@@ -164,8 +166,8 @@ async function main(): Promise<void> {
 }
 
 interface Cast {
-  gateway: Service;
-  workers: Service[];
+  gateway: ServiceProcess;
+  workers: ServiceProcess[];
   redis: RedisServer | RedisCluster;
   /** The key whose slot holds the queues on a cluster (the hash tag of the prefix). */
   queueSlotKey: string;

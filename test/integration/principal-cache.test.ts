@@ -1,22 +1,12 @@
+import { STATEMENTS } from '../../shared/db/statement.tags';
 import { Api } from '../support/client';
 import { expectError, waitFor } from '../support/fixtures';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 import { RedisServer } from '../support/redis.server';
+import { countStatements } from '../support/statements';
 
 /** How many principal lookups (a token's user and device) reach MySQL through `env.db` while `work` runs. */
-async function lookupsDuring(env: TestEnv, work: () => Promise<unknown>): Promise<number> {
-  let n = 0;
-  const onQuery = (q: { sql: string }) => {
-    if (/FROM users u JOIN devices d/i.test(q.sql)) n++;
-  };
-  env.db.on('query', onQuery);
-  try {
-    await work();
-  } finally {
-    env.db.removeListener('query', onQuery);
-  }
-  return n;
-}
+const lookupsDuring = (env: TestEnv, work: () => Promise<unknown>): Promise<number> => countStatements(env.db, STATEMENTS.findPrincipal, work);
 
 /** Sends `times` list requests one after the other, each expected to succeed. */
 async function listTimes(api: Api, times: number): Promise<void> {

@@ -11,7 +11,7 @@ import { createContentStore } from '../../shared/storage/store.factory';
 import { Fsck } from '../../services/maintenance/fsck';
 import { Api } from '../support/client';
 import { ADMIN, createTestEnv, type TestEnv } from '../support/harness';
-import { eventually } from '../support/lifecycle';
+import { waitFor } from '../support/fixtures';
 import { spawnGateway, stopProcess, type GatewayProcess } from '../support/processes';
 import { TusRaw } from '../support/tus';
 
@@ -67,7 +67,8 @@ test('a gateway killed after the content was written under its key and before th
     (trx) => trx('folder_file_counts').where({ user_id: userId, parent_key: '' }).forUpdate().select('files'),
     async () => {
       const pending = api.upload({ id }, { name: 'second.bin', content: Buffer.alloc(5000, 3) }).catch(() => undefined);
-      await eventually('the content placed under its key', () => fs.stat(path.join(env.uploadDir, key)).then(() => true, () => false), 20_000);
+      // Eventually: the content placed under its key.
+      expect(await waitFor(() => fs.stat(path.join(env.uploadDir, key)).then(() => true, () => false), 20_000, 200)).toBe(true);
       await stopProcess(gateway!, 'SIGKILL');
       gateway = undefined;
       await pending;
@@ -95,10 +96,11 @@ test('a gateway killed while completing a resumable upload leaves its reservatio
     async () => {
       const pending = tus.patch(location, 0, Buffer.alloc(2000, 9)).catch(() => undefined);
       // The last byte arrived (the completion waits for the owner's lock): kill the gateway there.
-      await eventually('the upload complete on disk', async () => {
+      const completeOnDisk = async () => {
         const stat = await fs.stat(path.join(env.uploadDir, '.tus', location.split('/').pop()!)).catch(() => undefined);
         return stat?.size === 2000;
-      }, 20_000);
+      };
+      expect(await waitFor(completeOnDisk, 20_000, 200)).toBe(true);
       await stopProcess(gateway!, 'SIGKILL');
       gateway = undefined;
       await pending;

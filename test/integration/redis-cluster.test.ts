@@ -10,7 +10,7 @@ import { startInProcessWorkers } from '../support/workers';
 import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { startMaintenance, type MaintenanceWorkers } from '../../services/worker/maintenance.workers';
 import { createLogger } from '../../shared/logger';
-import { deleteFile, eventually, resourceRow, uploadFile } from '../support/lifecycle';
+import { deleteFile, resourceRow, uploadFile } from '../support/lifecycle';
 
 /**
  * The service with REDIS_CLUSTER_NODES on a real three-master Redis Cluster: two gateways and a
@@ -167,6 +167,7 @@ test('the scheduled maintenance runs from the cluster: a deleted file is purged 
   const file = await uploadFile(user.api, 'short-lived.txt', 'bytes');
   await deleteFile(user.api, file.id);
 
-  await eventually('the scheduled purge', async () => (await resourceRow(env, file.id)).purged_at !== null);
+  // Eventually: the scheduled purge.
+  expect(await waitFor(async () => (await resourceRow(env, file.id)).purged_at !== null, 30_000, 200)).toBe(true);
   expect((await user.api.post(`/v1/trash/${file.id}/restore`)).status).toBe(404);
 });

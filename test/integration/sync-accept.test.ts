@@ -1,6 +1,8 @@
 import { InboxRepository } from '../../shared/db/repositories/inbox.repository';
+import { STATEMENTS, type StatementName } from '../../shared/db/statement.tags';
 import { Api } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
+import { untilStatementRunning } from '../support/statements';
 
 /**
  * The accept path's ordering, on the database itself: a batch is recorded by one autocommit
@@ -36,15 +38,8 @@ afterAll(async () => {
   await env.dropAll();
 });
 
-/** Waits until a statement of this database matching `like` is running (blocked on a lock). */
-async function untilRunning(like: string): Promise<void> {
-  for (const end = Date.now() + 20000; Date.now() < end; ) {
-    const rows = await env.db.raw(`SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE DB = ? AND COMMAND = 'Query' AND INFO LIKE ?`, [env.name, like]);
-    if (Number(rows[0][0].n) > 0) return;
-    await sleep(20);
-  }
-  throw new Error(`no statement like ${like} started`);
-}
+/** Waits until the statement tagged `name` runs on this database (blocked on a lock). */
+const untilRunning = (name: StatementName) => untilStatementRunning(env.db, env.name, [name]);
 
 test('accept waits for the device row and takes its id only once it holds it', async () => {
   const holder = await env.db.transaction();
@@ -53,7 +48,7 @@ test('accept waits for the device row and takes its id only once it holds it', a
   try {
     await holder('devices').where({ id: device.deviceId }).forUpdate().first('id');
     waiting = record('second');
-    await untilRunning('INSERT INTO sync_batches%FOR UPDATE');
+    await untilRunning(STATEMENTS.acceptBatch);
     // The holder records a batch of its own while the autocommit INSERT waits for the device row.
     const [id] = await holder('sync_batches').insert({ ...batchRow('first') });
     held = String(id);
@@ -74,11 +69,11 @@ test('accept waits for the device row and takes its id only once it holds it', a
   ]);
 });
 
-const lockReads: Array<[string, string, (inbox: InboxRepository, upToId: string) => Promise<string[]>]> = [
-  ['the pending batches alone', 'select `id`, `device_id`%from sync_batches%for update', async (inbox, upTo) => (await inbox.lockPending(device.deviceId, device.userId, upTo)).map((x) => x.id)],
+const lockReads: Array<[string, StatementName, (inbox: InboxRepository, upToId: string) => Promise<string[]>]> = [
+  ['the pending batches alone', STATEMENTS.lockPending, async (inbox, upTo) => (await inbox.lockPending(device.deviceId, device.userId, upTo)).map((x) => x.id)],
   [
     "the owner's row with the pending batches",
-    'SELECT u.change_seq, %FROM users u %FOR UPDATE',
+    STATEMENTS.lockOwnerAndPending,
     async (inbox, upTo) => (await inbox.lockOwnerAndPending(device.userId, device.deviceId, upTo))!.batches.map((x) => x.id),
   ],
 ];

@@ -1,8 +1,10 @@
 import IORedis from 'ioredis';
+import { STATEMENTS } from '../../shared/db/statement.tags';
 import { newId } from '../../shared/ids';
 import { Api, type ApiResponse } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 import { RedisServer } from '../support/redis.server';
+import { untilStatementRunning } from '../support/statements';
 import { spawnWorker, stopWorker, type WorkerProcess } from '../support/workers';
 
 /**
@@ -51,18 +53,7 @@ async function holdOwnerLock(userId: string) {
  * Waits until a connection of this test's database is inside an owner-lock statement (waiting for
  * it): the plain one, or the sync worker's, which locks the device's pending batches with it.
  */
-async function untilLockWait(): Promise<void> {
-  for (const end = Date.now() + 20000; Date.now() < end; ) {
-    const rows = await env.db.raw(
-      `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST
-       WHERE DB = ? AND COMMAND = 'Query' AND (INFO LIKE 'select \`change_seq\` from \`users\` where%for update' OR INFO LIKE 'SELECT u.change_seq, %FROM users u %FOR UPDATE')`,
-      [env.name],
-    );
-    if (Number(rows[0][0].n) > 0) return;
-    await sleep(25);
-  }
-  throw new Error('no worker started waiting for the lock');
-}
+const untilLockWait = () => untilStatementRunning(env.db, env.name, [STATEMENTS.lockOwner, STATEMENTS.lockOwnerAndPending]);
 
 const folderOp = (opId: number, resourceId: string, name: string) => ({ opId, type: 'create', resourceId, payload: { resourceType: 'folder', name } });
 

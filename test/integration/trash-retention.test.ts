@@ -8,9 +8,9 @@ import { EXPIRE_UPLOADS_JOB, EXPIRE_VERSIONS_JOB, MAINTENANCE_QUEUE, PURGE_TRASH
 import { redisOptions } from '../../shared/redis/redis.connection';
 import { startMaintenance, type MaintenanceWorkers } from '../../services/worker/maintenance.workers';
 import { Api } from '../support/client';
-import { insertFile } from '../support/fixtures';
+import { insertFile, waitFor } from '../support/fixtures';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
-import { changesSince, deleteFile, eventually, feedCursorNow, onDisk, resourceRow, uploadFile } from '../support/lifecycle';
+import { changesSince, deleteFile, feedCursorNow, onDisk, resourceRow, uploadFile } from '../support/lifecycle';
 import { spawnWorker, stopWorker } from '../support/workers';
 
 /** The scheduled purge of what was deleted more than TRASH_RETENTION_DAYS ago (here about 2.6 seconds). */
@@ -55,9 +55,11 @@ describe('with the maintenance worker in this process', () => {
     const cursor = await feedCursorNow(api);
     await deleteFile(api, file.id);
 
-    await eventually('the scheduled purge of the deleted file', () => purged(file.id));
+    // Eventually: the scheduled purge of the deleted file.
+    expect(await waitFor(() => purged(file.id), 30_000, 200)).toBe(true);
     // The content is removed just after the commit that made the row a tombstone.
-    await eventually('the content off the disk', async () => !(await onDisk(env, key!)));
+    // Eventually: the content off the disk.
+    expect(await waitFor(async () => !(await onDisk(env, key!)), 30_000, 200)).toBe(true);
 
     expect(await resourceRow(env, file.id)).toMatchObject({ storage_key: null, rev: 3 });
     expect((await changesSince(api, cursor)).get(file.id)).toMatchObject({ deleted: true, rev: 3 });
@@ -81,7 +83,8 @@ describe('with the maintenance worker in this process', () => {
         { key: PURGE_TRASH_JOB, name: PURGE_TRASH_JOB, every: 1000 },
       ]);
       const purgeRun = async () => (await queue.getJobs(['completed'])).find((job) => job.name === PURGE_TRASH_JOB);
-      await eventually('a completed purge run', async () => (await purgeRun()) !== undefined);
+      // Eventually: a completed purge run.
+      expect(await waitFor(async () => (await purgeRun()) !== undefined, 30_000, 200)).toBe(true);
       const run = await purgeRun();
       expect(run?.returnvalue).toEqual({ purged: expect.any(Number), filesRemoved: expect.any(Number) });
     } finally {
@@ -114,8 +117,10 @@ test('a real worker process runs the schedule', async () => {
     const file = await uploadFile(api, 'by-process.txt', 'bytes');
     const { storage_key: key } = await resourceRow(env, file.id);
     await deleteFile(api, file.id);
-    await eventually('the purge by the worker process', () => purged(file.id));
-    await eventually('the content off the disk', async () => !(await onDisk(env, key!)));
+    // Eventually: the purge by the worker process.
+    expect(await waitFor(() => purged(file.id), 30_000, 200)).toBe(true);
+    // Eventually: the content off the disk.
+    expect(await waitFor(async () => !(await onDisk(env, key!)), 30_000, 200)).toBe(true);
   } finally {
     await stopWorker(worker);
   }

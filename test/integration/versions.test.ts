@@ -3,8 +3,8 @@ import { UsageRepository } from '../../shared/db/repositories/usage.repository';
 import { createLogger } from '../../shared/logger';
 import { startMaintenance, type MaintenanceWorkers } from '../../services/worker/maintenance.workers';
 import type { Api } from '../support/client';
-import { expectError, sha256 } from '../support/fixtures';
-import { eventually, onDisk } from '../support/lifecycle';
+import { expectError, sha256, waitFor } from '../support/fixtures';
+import { onDisk } from '../support/lifecycle';
 import { startStack, type TestStack } from '../support/stack';
 import { TusRaw } from '../support/tus';
 
@@ -187,8 +187,10 @@ describe('limits', () => {
       const [v] = (await versionsOf(api, file.id)).items;
       const key = await keyOf(v.id);
 
-      await eventually('the scheduled expiry of the version', async () => (await versionsOf(api, file.id)).total === 0, 20_000);
-      await eventually('its content off the store', async () => !(await onDisk(stack.env, key)));
+      // Eventually: the scheduled expiry of the version.
+      expect(await waitFor(async () => (await versionsOf(api, file.id)).total === 0, 20_000, 200)).toBe(true);
+      // Eventually: its content off the store.
+      expect(await waitFor(async () => !(await onDisk(stack.env, key)), 30_000, 200)).toBe(true);
       expect((await api.get('/v1/users/me/usage')).body).toMatchObject({ versionsBytes: 0, filesBytes: 3 });
       expect(await new UsageRepository(stack.env.db).differences(userId)).toEqual([]);
     });

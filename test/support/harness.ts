@@ -1,26 +1,19 @@
 import { promises as fs } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import { loadConfig, type Config } from '../../shared/config';
-import { ContentRepository } from '../../shared/db/repositories/content.repository';
 import { createDb, type Db } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrations/migrate';
 import { createLogger } from '../../shared/logger';
-import type { ContentStore } from '../../shared/storage/content.store';
-import { createContentStore } from '../../shared/storage/store.factory';
-import { claimStore } from '../../shared/storage/store.identity';
-import { openMaintenanceQueue } from '../../shared/queue/maintenance.contract';
 import { connectRedis, masters, type RedisTarget } from '../../shared/redis/redis.connection';
-import { buildGateway } from '../../services/gateway/app';
 import type { PasswordHasher } from '../../services/gateway/auth/password.hasher';
-import { ensureInitialAdmin } from '../../services/gateway/bootstrap';
-import { ChangeHub } from '../../services/gateway/changes/change.hub';
-import { createHttpServer, listen, type HttpServerOptions } from '../../services/gateway/http/http.server';
-import { BatchSubmitter } from '../../services/gateway/sync/batch.submitter';
+import type { ChangeHub } from '../../services/gateway/changes/change.hub';
+import type { HttpServerOptions } from '../../services/gateway/http/http.server';
+import { openGateway, type GatewayOptions } from '../../services/gateway/open.gateway';
+import type { BatchSubmitter } from '../../services/gateway/sync/batch.submitter';
 import { emptyPrefix, s3Environment } from './rgw';
 
 export const ADMIN = { username: 'admin', password: 'admin-password-1' };
@@ -115,43 +108,17 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-/** The gateway app in this process on an ephemeral port, exactly as main.ts wires it. */
-export interface GatewayOptions {
-  /** The content store instead of the one the configuration names (a test that wraps it). */
-  store?: ContentStore;
-}
-
-export async function startGateway(env: TestEnv, serverOptions: HttpServerOptions = {}, options: GatewayOptions = {}): Promise<RunningGateway> {
+/** The gateway in this process on an ephemeral port, opened by the function main.ts opens it with. */
+export async function startGateway(env: TestEnv, server: HttpServerOptions = {}, options: Pick<GatewayOptions, 'store'> = {}): Promise<RunningGateway> {
   const logger = createLogger('gateway', env.config.logLevel);
-  const sync = new BatchSubmitter(
-    { redis: env.config, prefix: env.config.queuePrefix, timeoutMs: env.config.syncTimeoutMs, db: env.db },
-    logger,
-  );
-  const changes = new ChangeHub(
-    env.config,
-    env.config.queuePrefix,
-    { maxHeld: env.config.feedMaxHeld, maxPerUser: env.config.feedMaxHeldPerUser },
-    logger,
-  );
-  const maintenance = openMaintenanceQueue(env.config, env.config.queuePrefix);
-  const store = options.store ?? createContentStore(env.config);
-  await claimStore(store, new ContentRepository(env.db));
-  const gateway = buildGateway({ config: env.config, jwtSecret: JWT_SECRET, db: env.db, sync, changes, logger, opsQueues: [maintenance], store });
-  await ensureInitialAdmin(env.config, env.db, gateway.hasher);
-  await Promise.all([sync.ready(), changes.ready(), gateway.uploads.ready(), gateway.principals.ready()]);
-  const server = await listen(createHttpServer(gateway.app, serverOptions), 0, '127.0.0.1');
-  const { port } = server.address() as AddressInfo;
+  const gateway = await openGateway({ config: env.config, db: env.db, logger, store: options.store, port: 0, host: '127.0.0.1', server });
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    server,
-    sync,
-    changes,
+    baseUrl: `http://127.0.0.1:${gateway.port}`,
+    server: gateway.server,
+    sync: gateway.sync,
+    changes: gateway.changes,
     hasher: gateway.hasher,
-    async close() {
-      await changes.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-      await Promise.all([sync.close(), maintenance.close(), gateway.close()]);
-    },
+    // Requests still open are cut at once; the environment's pool stays open for the test.
+    close: async () => void (await gateway.close(0)),
   };
 }

@@ -77,12 +77,3 @@ export const onDisk = (env: TestEnv, storageKey: string) =>
     () => true,
     () => false,
   );
-
-/** Polls until `check` holds (the schedule decides when); fails with `what` after `timeoutMs`. */
-export async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { STATEMENTS, statementTag, tagText } from '../statement.tags';
 
 export type BatchStatus = 'pending' | 'done' | 'cancelled' | 'failed';
 
@@ -56,7 +57,8 @@ export class InboxRepository {
    */
   async accept(batch: NewBatch): Promise<string | undefined> {
     const [header] = (await this.db.raw(
-      'INSERT INTO sync_batches (device_id, user_id, status, ops, request_id, created_at) ' +
+      `${statementTag(STATEMENTS.acceptBatch)} ` +
+        'INSERT INTO sync_batches (device_id, user_id, status, ops, request_id, created_at) ' +
         "SELECT d.id, ?, 'pending', ?, ?, ? FROM devices d WHERE d.id = ? AND d.deleted_at IS NULL " +
         // A subquery's rows are not locked by the outer FOR UPDATE (MariaDB and MySQL alike).
         'AND EXISTS (SELECT 1 FROM users u WHERE u.id = ? AND u.deleted_at IS NULL) FOR UPDATE',
@@ -75,6 +77,7 @@ export class InboxRepository {
       .andWhere('id', '<=', upToId)
       .orderBy('id')
       .forUpdate()
+      .comment(tagText(STATEMENTS.lockPending))
       .select<{ id: string | number; device_id: string; user_id: string; request_id: string; ops: string }[]>(
         'id',
         'device_id',
@@ -93,7 +96,8 @@ export class InboxRepository {
    */
   async lockOwnerAndPending(userId: string, deviceId: string, upToId: string): Promise<{ changeSeq: number; batches: InboxBatch[] } | undefined> {
     const [rows] = (await this.db.raw(
-      'SELECT u.change_seq, b.id, b.device_id, b.user_id, b.request_id, b.ops FROM users u ' +
+      `${statementTag(STATEMENTS.lockOwnerAndPending)} ` +
+        'SELECT u.change_seq, b.id, b.device_id, b.user_id, b.request_id, b.ops FROM users u ' +
         // The device's index, whatever the estimates say: read by status alone, the locking read would
         // lock (and wait for) other devices' pending batches.
         "LEFT JOIN sync_batches b FORCE INDEX (ix_sync_batches_device) ON b.device_id = ? AND b.user_id = u.id AND b.status = 'pending' AND b.id <= ? " +

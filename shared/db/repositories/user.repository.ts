@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { STATEMENTS, statementTag } from '../statement.tags';
 import { nameConflict } from '../../errors';
 import { duplicateKey } from '../errors';
 
@@ -98,7 +99,7 @@ export class UserRepository {
   /** Runs on every authenticated request: one fixed statement, no query builder. */
   async findPrincipal(userId: string, deviceId: string): Promise<Principal | undefined> {
     const [rows] = (await this.db.raw(
-      `SELECT u.id, u.username, u.is_admin, d.id AS device_id FROM users u JOIN devices d ON d.id = ?
+      `${statementTag(STATEMENTS.findPrincipal)} SELECT u.id, u.username, u.is_admin, d.id AS device_id FROM users u JOIN devices d ON d.id = ?
        WHERE u.id = ? AND u.deleted_at IS NULL AND d.deleted_at IS NULL LIMIT 1`,
       [deviceId, userId],
     )) as [Array<{ id: string; username: string; is_admin: number; device_id: string }>];
