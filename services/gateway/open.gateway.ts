@@ -46,7 +46,7 @@ export interface OpenGateway extends Omit<Gateway, 'close'> {
 }
 
 /**
- * The gateway as main.ts runs it, listening: the store claimed for this database, the sync client,
+ * The gateway as main.ts runs it, listening: the store claimed for this database, the batch submitter,
  * the change hub, the maintenance queue, the routes, the initial administrator. The test harness opens
  * it here too, so whatever is wired here reaches the tests.
  */
