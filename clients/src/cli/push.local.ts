@@ -157,9 +157,10 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
     for (let f = queue.shift(); f && !ctx.signal.aborted; f = queue.shift()) {
       const node = f;
       const label = path(node.id);
-      const sha = await localSha(ctx, node.entry, undefined);
-      await transfer(label, () => ctx.transfers.uploadNew({ id: node.id, diskPath: node.entry.disk, path: label, name: node.name, folderId: node.parentId, sha256: sha, size: node.entry.size }), (file) => {
-        put(fileOf(file, sha), node.entry);
+      // Read once: the service hashes what it receives, and the journal records the digest it answers.
+      const { size, mtimeMs } = node.entry;
+      await transfer(label, () => ctx.transfers.uploadNew({ id: node.id, diskPath: node.entry.disk, path: label, name: node.name, folderId: node.parentId, size, mtimeMs }), (file) => {
+        put(fileOf(file, file.sha256 ?? ''), node.entry);
         say(`uploaded ${label}`);
       });
     }
