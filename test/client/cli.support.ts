@@ -76,7 +76,8 @@ export async function serverTree(client: FilesyncClient): Promise<Map<string, st
     return n.parentId ? `${pathOf(n.parentId)}/${n.name}` : n.name;
   };
   const tree = new Map<string, string | null>();
-  for (const [id, n] of nodes) tree.set(pathOf(id), n.type === 'folder' ? null : n.sha256 ?? '');
+  for (const [id, n] of nodes) // A file without content (created by a sync op) holds no bytes: it equals an empty file.
+    tree.set(pathOf(id), n.type === 'folder' ? null : n.sha256 ?? sha256(''));
   return tree;
 }
 

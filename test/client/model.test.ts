@@ -8,9 +8,9 @@ import { readTree, runCli, seeded, serverTree, sha256, sorted, tempDir } from '.
 /**
  * Model-based randomized test of the sync client (CLIENT.md guarantees 1, 2, 4 and 5): three
  * devices, each the real `filesync` command on its own folder, and the real service. A seeded
- * history mixes local edits of every kind, syncs, SIGKILLs mid-sync and changes made through the
- * API; after a final quiescent round every folder must equal the server, and every content a user
- * wrote and did not replace or delete must survive as a file. A failure prints its seed:
+ * history mixes local edits of every kind (swapped names among them), syncs, SIGKILLs mid-sync and
+ * changes made through the API (files created without content among them); after a final quiescent
+ * round every folder must equal the server, and every content a user wrote and did not replace or delete must survive as a file. A failure prints its seed:
  * FILESYNC_MODEL_SEED=<seed> replays it; FILESYNC_MODEL_HISTORIES=<n> runs more histories.
  */
 const HISTORIES = Number(process.env.FILESYNC_MODEL_HISTORIES ?? 2);
@@ -88,7 +88,7 @@ async function history(seed: number, log: string[]): Promise<void> {
     const parent = () => (folders.length && rnd.chance(0.5) ? rnd.pick(folders) : '');
     const at = (rel: string) => path.join(dir, rel);
     const free = async (rel: string) => !(await fs.lstat(at(rel)).then(() => true, () => false));
-    const kind = rnd.int(16);
+    const kind = rnd.int(18);
     let did = '';
     if (kind <= 2) {
       const rel = path.posix.join(parent(), rnd.pick(FILE_NAMES));
@@ -179,6 +179,25 @@ async function history(seed: number, log: string[]): Promise<void> {
         did = `api rename ${victim.name} -> ${name}`;
       }
       void tree;
+    } else if (kind === 16 && (files.length >= 2 || folders.length >= 2)) {
+      // Two names swapped between scans, through a temporary name: a <-> b, in one folder or across two.
+      const pool = files.length >= 2 && (folders.length < 2 || rnd.chance(0.7)) ? files : folders;
+      const x = rnd.pick(pool);
+      const y = rnd.pick(pool.filter((p) => p !== x && !p.startsWith(`${x}/`) && !x.startsWith(`${p}/`)));
+      if (y !== undefined) {
+        const tmp = `${x}.swap`;
+        if (await free(tmp)) {
+          await fs.rename(at(x), at(tmp));
+          await fs.rename(at(y), at(x));
+          await fs.rename(at(tmp), at(y));
+          did = `swap ${x} <-> ${y}`;
+        }
+      }
+    } else if (kind === 17) {
+      // A file created by a sync op without content: every device must show it as an empty file.
+      const name = `api-empty-${rnd.pick(FILE_NAMES)}`;
+      const res = await api.syncOps([{ opId: String(Date.now()), type: 'create', resourceId: randomBytes(16).toString('hex'), payload: { resourceType: 'file', name, parentId: null } }]);
+      did = `api create without content ${name}${res.failed ? ' refused' : ''}`;
     } else if (kind === 14) {
       await sync(d, rnd.chance(0.25) ? 100 + rnd.int(800) : undefined);
     } else {

@@ -5,6 +5,7 @@ import { byDepth, foldersWithUnseen, remoteChanged, type Matched } from './match
 import { LiveTree } from './live.tree';
 import { checkGuard, localSha, statOf, toBase, type SyncContext } from './context';
 import { conflictedName, joinPath } from './scan';
+import { park, PARKING, unparkAll } from './parking';
 
 const exists = async (full: string) => (await statOf(full)) !== undefined;
 
@@ -16,6 +17,23 @@ const exists = async (full: string) => (await statOf(full)) !== undefined;
  */
 export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNode>, base: Map<string, BaseNode>, matched: Matched): Promise<number> {
   const live = new LiveTree(matched);
+  const parkedFrom = new Map<string, string>();
+  try {
+    return await applyChanges(ctx, remote, base, matched, live, parkedFrom);
+  } finally {
+    // A node parked for a swap whose other half could not be done goes back where it was.
+    await unparkAll(ctx.dir, base, ctx.session.deviceName, parkedFrom);
+  }
+}
+
+async function applyChanges(
+  ctx: SyncContext,
+  remote: Map<string, RemoteNode>,
+  base: Map<string, BaseNode>,
+  matched: Matched,
+  live: LiveTree,
+  parkedFrom: Map<string, string>,
+): Promise<number> {
   const j = ctx.journal;
   const r = ctx.reporter;
   let actions = 0;
@@ -52,6 +70,23 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
     if (!l || l.parentId !== live.get(id)?.parentId || l.name !== live.get(id)?.name) return false;
     return l.isNew || (b !== undefined && (b.parentId !== l.parentId || b.name !== l.name));
   };
+
+  // A node the server also moves away from the name another one needs (a swap) leaves it first.
+  const movedThere = (id: string): boolean => {
+    const ro = remote.get(id);
+    const here = live.get(id);
+    return ro !== undefined && here !== undefined && base.has(id) && !matched.unknown.has(id) && !parkedFrom.has(id) && (ro.parentId !== here.parentId || ro.name !== here.name);
+  };
+  const PARKED = '\0parked';
+  const parkNode = async (id: string): Promise<void> => {
+    const node = live.get(id)!;
+    const disk = live.disk(id)!;
+    await park(ctx.dir, disk, id);
+    parkedFrom.set(id, disk);
+    if (!live.has(PARKED)) live.set(PARKED, '', PARKING, 'folder', PARKING);
+    live.set(id, PARKED, id, node.type, id);
+  };
+  const placeOf = (id: string) => (parkedFrom.has(id) ? parkedFrom.get(id)!.normalize('NFC') : live.path(id)!);
 
   // On a case-insensitive disk, a server name that differs only in case from a sibling's is renamed
   // on the server to a conflicted copy (the second one keeps both), then comes down under that name.
@@ -127,13 +162,18 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
         const occupant = live.childNamed(rn.parentId, rn.name);
         if (occupant !== undefined && occupant !== id) {
           // Something new here, or moved here, holds the name the server gave first: it yields.
-          if (!(await yieldsName(occupant)) || (await keepAsCopy(occupant)) === undefined) continue;
+          if (await yieldsName(occupant)) {
+            if ((await keepAsCopy(occupant)) === undefined) continue;
+          } else if (movedThere(occupant)) await parkNode(occupant);
+          else continue;
           actions++;
         }
-        const from = live.path(id)!;
+        const from = placeOf(id);
+        const moved = (parkedFrom.has(id) ? (base.get(id)?.parentId ?? '') : here.parentId) !== rn.parentId;
         await fs.rename(full(id), target);
         live.set(id, rn.parentId, rn.name, rn.type);
-        r.line(`${here.parentId === rn.parentId ? 'renamed' : 'moved'} ${from} -> ${targetPath}`);
+        parkedFrom.delete(id);
+        r.line(`${moved ? 'moved' : 'renamed'} ${from} -> ${targetPath}`);
         actions++;
       }
       let stat = await statOf(full(id));
@@ -189,6 +229,9 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
       }
       if (!live.has(sameName)) {
         /* the name is free now */
+      } else if (mine && !mine.isNew && !(await yieldsName(sameName)) && movedThere(sameName)) {
+        await parkNode(sameName);
+        actions++;
       } else if (mine && !mine.isNew && (await yieldsName(sameName))) {
         // A local rename onto a name the server gave to something else first: the local one yields.
         if ((await keepAsCopy(sameName)) === undefined) continue;
@@ -196,7 +239,9 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
       } else if (!mine?.isNew) continue;
       else {
         const entry = { ...mine.entry, disk: live.disk(sameName) ?? mine.entry.disk };
-        const same = mine.entry.type === rn.type && (rn.type === 'folder' || (rn.sha256 !== '' && (await localSha(ctx, entry, undefined)) === rn.sha256));
+        const same =
+          mine.entry.type === rn.type &&
+          (rn.type === 'folder' || (rn.sha256 === '' ? entry.size === 0 : (await localSha(ctx, entry, undefined)) === rn.sha256));
         if (same) {
           // Created on both sides alike: linked, nothing copied.
           live.rekey(sameName, id);
@@ -218,6 +263,13 @@ export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNo
       // The name is taken now; the bytes come below, several files at a time.
       live.set(id, rn.parentId, rn.name, 'file');
       fresh.push({ node: rn, target });
+    } else {
+      // Created by a sync op without content (API.md "Files without content"): an empty file here.
+      await fs.writeFile(target, '', { flag: 'wx', mode: 0o644 });
+      live.set(id, rn.parentId, rn.name, 'file');
+      j.putBase(toBase({ ...rn, size: 0 }, await statOf(target)));
+      r.line(`created ${targetPath}`);
+      actions++;
     }
   }
   const fetchNext = async (): Promise<void> => {

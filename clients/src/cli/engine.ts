@@ -5,6 +5,7 @@ import { applyRemote } from './apply.remote';
 import type { SyncContext } from './context';
 import { STATE_DIR } from './journal';
 import { matchLocal } from './match';
+import { unparkAll } from './parking';
 import { flushOutbox, pushLocal } from './push.local';
 import { baseName, conflictedName, loadIgnore, parentOf, scanLocal, type LocalScan } from './scan';
 
@@ -59,6 +60,8 @@ export async function runPass(ctx: SyncContext): Promise<number> {
   ctx.pending = 0;
   await pull(ctx);
   const j = ctx.journal;
+  // Nodes a killed run parked in the middle of a swap go back before the scan looks for them.
+  await unparkAll(ctx.dir, j.base(), ctx.session.deviceName);
   const remote = j.remote();
   let scan = await scanLocal(ctx.dir, ctx.ignored);
   let actions = 0;

@@ -23,7 +23,8 @@ export interface BaseNode extends RemoteNode {
   ino: number;
 }
 
-/** A resumable upload in flight: the resource it creates or replaces, the bytes, its tus address. */
+/** A resumable upload in flight: the resource it creates or replaces, the bytes (their digest, or the
+ * size and mtime of a new file), its tus address. */
 export interface PendingUpload {
   id: string;
   path: string;

@@ -5,6 +5,7 @@ import type { BaseNode, RemoteNode } from './journal';
 import { byDepth, remoteChanged, type LocalNode, type Matched } from './match';
 import { LiveTree } from './live.tree';
 import { checkGuard, localSha, toBase, type SyncContext } from './context';
+import { planPlaces, type Place, type PlaceStep } from './place.plan';
 
 const BATCH = 500;
 
@@ -52,8 +53,7 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
   const skipped = new Set<string>();
   const folders: LocalNode[] = [];
   const files: LocalNode[] = [];
-  const moves: { id: string; parentId: string; from: string }[] = [];
-  const renames: { id: string; name: string; from: string }[] = [];
+  const targets = new Map<string, Place>();
   const edits: { node: LocalNode; sha256: string; b: BaseNode }[] = [];
   const path = (id: string) => live.path(id) ?? id;
 
@@ -74,10 +74,9 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
     const b = base.get(id)!;
     const rn = remote.get(id);
     if (!rn || remoteChanged(rn, b)) continue;
-    if (l.parentId !== b.parentId) moves.push({ id, parentId: l.parentId, from: b.name });
-    if (l.name !== b.name) {
-      if (problem) ctx.reporter.error(`skipped renaming ${path(id)}: the name ${problem}`);
-      else renames.push({ id, name: l.name, from: b.name });
+    if (l.parentId !== b.parentId || l.name !== b.name) {
+      if (problem && l.name !== b.name) ctx.reporter.error(`skipped renaming ${path(id)}: the name ${problem}`);
+      targets.set(id, { parentId: l.parentId, name: problem ? b.name : l.name });
     }
     if (b.type === 'file') {
       const sha = await localSha(ctx, l.entry, b);
@@ -135,31 +134,7 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
 
   const revOf = (id: string) => j.remoteRev(id) ?? 0;
   const conditional = (id: string) => (revOf(id) > 0 ? { baseRev: revOf(id) } : {});
-  const moveOps: SyncOp[] = moves.filter((m) => onServer(m.parentId)).map((m) => ({
-    opId: j.nextOpId(), type: 'move', resourceId: m.id, ...conditional(m.id), payload: { parentId: m.parentId || null },
-  }));
-  actions += await sendOps(ctx, moveOps, (op) => path(op.resourceId!), (op, a) => {
-    const b = base.get(op.resourceId!)!;
-    const to = (op.payload as { parentId: string | null }).parentId ?? '';
-    const rev = newRev(a, revOf(b.id));
-    const from = pathOfBase(base, b.id);
-    const moved = { ...b, parentId: to, rev };
-    base.set(b.id, moved);
-    j.putBase(moved);
-    j.putRemote({ ...remote.get(b.id)!, parentId: to, rev });
-    say(`moved ${from} -> ${pathOfBase(base, b.id)}`);
-  });
-  const renameOps: SyncOp[] = renames.map((m) => ({ opId: j.nextOpId(), type: 'update', resourceId: m.id, ...conditional(m.id), payload: { name: m.name } }));
-  actions += await sendOps(ctx, renameOps, (op) => path(op.resourceId!), (op, a) => {
-    const b = base.get(op.resourceId!)!;
-    const name = (op.payload as { name: string }).name;
-    const rev = newRev(a, revOf(b.id));
-    const from = pathOfBase(base, b.id);
-    base.set(b.id, { ...b, name, rev });
-    j.putBase({ ...b, name, rev });
-    j.putRemote({ ...(remote.get(b.id) ?? b), parentId: b.parentId, name, rev });
-    say(`renamed ${from} -> ${pathOfBase(base, b.id)}`);
-  });
+  actions += await sendPlaces(ctx, remote, base, targets, onServer, conditional);
 
   const transfer = async (label: string, fn: () => Promise<File>, done: (f: File) => void): Promise<void> => {
     try {
@@ -182,9 +157,10 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
     for (let f = queue.shift(); f && !ctx.signal.aborted; f = queue.shift()) {
       const node = f;
       const label = path(node.id);
-      const sha = await localSha(ctx, node.entry, undefined);
-      await transfer(label, () => ctx.transfers.uploadNew({ id: node.id, diskPath: node.entry.disk, path: label, name: node.name, folderId: node.parentId, sha256: sha, size: node.entry.size }), (file) => {
-        put(fileOf(file, sha), node.entry);
+      // Read once: the service hashes what it receives, and the journal records the digest it answers.
+      const { size, mtimeMs } = node.entry;
+      await transfer(label, () => ctx.transfers.uploadNew({ id: node.id, diskPath: node.entry.disk, path: label, name: node.name, folderId: node.parentId, size, mtimeMs }), (file) => {
+        put(fileOf(file, file.sha256 ?? ''), node.entry);
         say(`uploaded ${label}`);
       });
     }
@@ -211,6 +187,49 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
     say(`deleted ${pathOfBase(base, id)} on the server`);
   });
   return actions;
+}
+
+/** Renames and moves, ordered by planPlaces so that swapped names converge in one pass. */
+async function sendPlaces(
+  ctx: SyncContext,
+  remote: Map<string, RemoteNode>,
+  base: Map<string, BaseNode>,
+  targets: Map<string, Place>,
+  onServer: (id: string) => boolean,
+  conditional: (id: string) => { baseRev?: number },
+): Promise<number> {
+  const j = ctx.journal;
+  const current = new Map<string, Place>([...remote.values()].map((n) => [n.id, { parentId: n.parentId, name: n.name }]));
+  // A target folder the server does not hold yet (its create failed): the node only changes its name.
+  for (const [id, t] of targets) if (!onServer(t.parentId)) targets.set(id, { parentId: current.get(id)?.parentId ?? t.parentId, name: t.name });
+  const batches = planPlaces(current, targets);
+  const last = new Map<string, PlaceStep>();
+  for (const b of batches) for (const s of b) last.set(s.id, s);
+  const from = new Map([...last.keys()].map((id) => [id, pathOfBase(base, id)]));
+  let done = 0;
+  for (const batch of batches) {
+    const ops: SyncOp[] = batch.map((s): SyncOp =>
+      s.type === 'move'
+        ? { opId: j.nextOpId(), type: 'move', resourceId: s.id, ...conditional(s.id), payload: { parentId: s.parentId || null } }
+        : { opId: j.nextOpId(), type: 'update', resourceId: s.id, ...conditional(s.id), payload: { name: s.name } },
+    );
+    const before = ctx.pending;
+    const applied = await sendOps(ctx, ops, (op) => from.get(op.resourceId!) ?? op.resourceId!, (op, a) => {
+      const s = batch.find((x) => x.id === op.resourceId)!;
+      const b = base.get(s.id)!;
+      const rev = typeof a.rev === 'number' ? a.rev : j.remoteRev(s.id) ?? b.rev;
+      const next = s.type === 'move' ? { ...b, parentId: s.parentId, rev } : { ...b, name: s.name, rev };
+      base.set(s.id, next);
+      j.putBase(next);
+      j.putRemote({ ...(remote.get(s.id) ?? b), parentId: next.parentId, name: next.name, rev });
+      if (last.get(s.id) !== s) return;
+      const moved = next.parentId !== remote.get(s.id)?.parentId;
+      ctx.reporter.line(`${moved ? 'moved' : 'renamed'} ${from.get(s.id)} -> ${pathOfBase(base, s.id)}`);
+    });
+    done += applied;
+    if (applied < ops.length || ctx.pending !== before) break;
+  }
+  return done;
 }
 
 function underDeletedBy(remote: Map<string, RemoteNode>, id: string, ancestor: string): boolean {

@@ -27,6 +27,7 @@ export async function status(dir: string, settings: Settings, out: (line: string
     out('last sync: never');
     out(`pending: 0 ops, ${files} uploads, downloads unknown (not synced yet)`);
     out('conflicted copies: 0');
+    out('usage: not signed in yet (the first sync signs in)');
     return;
   }
   const journal = new Journal(dir);

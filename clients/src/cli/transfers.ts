@@ -57,17 +57,22 @@ export class Transfers {
     return { tmp, sha256: hash.digest('hex'), expected };
   }
 
-  /** A new file with its content: `POST /files` with its id, or tus above the threshold. */
-  async uploadNew(input: { id: string; diskPath: string; path: string; name: string; folderId: string; sha256: string; size: number }): Promise<File> {
+  /**
+   * A new file with its content: `POST /files` with its id, or tus above the threshold. The bytes are
+   * read once, by the upload: the File answered carries the digest of what the service received. A
+   * resumable upload is found again by the file's size and mtime, which a change of its bytes moves.
+   */
+  async uploadNew(input: { id: string; diskPath: string; path: string; name: string; folderId: string; size: number; mtimeMs: number }): Promise<File> {
     const full = join(this.dir, input.diskPath);
     if (input.size > RESUMABLE_THRESHOLD) {
-      const pending = this.journal.upload(input.id, input.path, input.sha256);
+      const fingerprint = `size ${input.size} mtime ${input.mtimeMs}`;
+      const pending = this.journal.upload(input.id, input.path, fingerprint);
       const id = pending?.id ?? input.id;
-      return this.resumable(full, input.path, input.size, input.sha256, { name: input.name, folderId: input.folderId || undefined, id, sha256: input.sha256 }, id, pending?.url);
+      return this.resumable(full, input.path, input.size, fingerprint, { name: input.name, folderId: input.folderId || undefined, id }, id, pending?.url);
     }
     const content = await openAsBlob(full);
     return this.session.authed(() =>
-      this.session.client.uploadFile({ content, name: input.name, folderId: input.folderId || undefined, id: input.id, sha256: input.sha256, signal: this.signal }),
+      this.session.client.uploadFile({ content, name: input.name, folderId: input.folderId || undefined, id: input.id, signal: this.signal }),
     );
   }
 
@@ -88,8 +93,9 @@ export class Transfers {
     full: string,
     path: string,
     size: number,
-    sha256: string,
-    metadata: { name?: string; folderId?: string; id?: string; fileId?: string; sha256: string },
+    /** What the journal keys the upload by: the content's digest, or a fingerprint of the file. */
+    key: string,
+    metadata: { name?: string; folderId?: string; id?: string; fileId?: string; sha256?: string },
     id: string,
     uploadUrl: string | undefined,
     ifMatch?: string,
@@ -103,7 +109,7 @@ export class Transfers {
         ifMatch,
         uploadUrl: url,
         signal: this.signal,
-        onUploadUrl: (u) => this.journal.putUpload({ id, path, sha256, url: u }),
+        onUploadUrl: (u) => this.journal.putUpload({ id, path, sha256: key, url: u }),
         onProgress: (sent) => bar.update(sent),
       });
     try {

@@ -17,6 +17,8 @@ export interface ResumableUploadOptions {
   /** Called once the upload's address is known, so that a crash can resume it. */
   onUploadUrl?: (url: string) => void;
   onProgress?: (sent: number, total: number) => void;
+  /** Bytes per PATCH; by default the whole rest of the file in one (it is streamed from disk, and a
+   * PATCH cut short still leaves its bytes on the service, so a resume starts where it stopped). */
   chunkSize?: number;
   signal?: AbortSignal;
 }
@@ -48,7 +50,7 @@ export async function resumableUpload(o: ResumableUploadOptions): Promise<P.File
       endpoint: `${o.server}/v1/uploads`,
       uploadUrl: o.uploadUrl ?? null,
       uploadSize: o.size,
-      chunkSize: o.chunkSize ?? 8 * 1024 * 1024,
+      chunkSize: o.chunkSize ?? Number.POSITIVE_INFINITY,
       metadata,
       headers,
       retryDelays: [0, 1000, 3000, 5000],

@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, promises as fs } from 'node:fs';
+import path from 'node:path';
+import { FilesyncClient } from '../../clients/src/sdk';
+import { startStack, type TestStack } from '../support/stack';
+import { readTree, runCli, serverTree, sorted, tempDir } from './cli.support';
+
+/** CLIENT.md guarantees 1 and 5 for renames that swap names, and files created on the server without content. */
+let stack: TestStack;
+beforeAll(async () => {
+  stack = await startStack();
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+async function account() {
+  const username = `swap${randomBytes(4).toString('hex')}`;
+  const password = 'swap-password-1';
+  await stack.admin.post('/v1/users', { username, password });
+  const api = new FilesyncClient({ server: stack.gateway.baseUrl });
+  await api.login({ username, password, deviceId: (await api.registerDevice({ name: 'api' })).id });
+  const env = (device: string) => ({ FILESYNC_SERVER: stack.gateway.baseUrl, FILESYNC_USERNAME: username, FILESYNC_PASSWORD: password, FILESYNC_DEVICE_NAME: device });
+  return { api, env };
+}
+
+const once = async (dir: string, env: Record<string, string>) => {
+  const res = await runCli(['sync', dir, '--once'], env);
+  expect({ code: res.code, stderr: res.stderr }).toEqual({ code: 0, stderr: '' });
+  return res;
+};
+
+const idsByName = async (api: FilesyncClient) => new Map((await api.listFiles({ limit: 100 })).items.map((f) => [f.name, f.id]));
+
+describe('renames that swap names', () => {
+  test('a -> b and b -> a in one pass are sent as renames and reach another device as renames', async () => {
+    const a = await account();
+    const [one, two] = [await tempDir('swap-1'), await tempDir('swap-2')];
+    await fs.writeFile(path.join(one, 'a.txt'), 'content of a');
+    await fs.writeFile(path.join(one, 'b.txt'), 'content of b');
+    await once(one, a.env('one'));
+    await once(two, a.env('two'));
+    const before = await idsByName(a.api);
+    await fs.rename(path.join(one, 'a.txt'), path.join(one, 'tmp'));
+    await fs.rename(path.join(one, 'b.txt'), path.join(one, 'a.txt'));
+    await fs.rename(path.join(one, 'tmp'), path.join(one, 'b.txt'));
+    const sent = await once(one, a.env('one'));
+    expect(sent.stdout).not.toContain('uploaded');
+    const after = await idsByName(a.api);
+    expect([after.get('a.txt'), after.get('b.txt')]).toEqual([before.get('b.txt'), before.get('a.txt')]);
+    expect(sorted(await serverTree(a.api))).toEqual(sorted(await readTree(one)));
+    expect((await once(one, a.env('one'))).stdout).toBe('');
+
+    const got = await once(two, a.env('two'));
+    expect(got.stdout).not.toContain('downloaded');
+    expect(got.stdout).not.toContain('conflict');
+    expect(await fs.readFile(path.join(two, 'a.txt'), 'utf8')).toBe('content of b');
+    expect(await fs.readFile(path.join(two, 'b.txt'), 'utf8')).toBe('content of a');
+    expect(sorted(await readTree(two))).toEqual(sorted(await serverTree(a.api)));
+    expect(existsSync(path.join(two, '.filesync', 'parked')) ? await fs.readdir(path.join(two, '.filesync', 'parked')) : []).toEqual([]);
+    expect((await once(two, a.env('two'))).stdout).toBe('');
+  });
+
+  test('two files of the same name swapped across folders, and two folders swapped, converge', async () => {
+    const a = await account();
+    const [one, two] = [await tempDir('swapx-1'), await tempDir('swapx-2')];
+    for (const d of ['left', 'right', 'p', 'q']) await fs.mkdir(path.join(one, d));
+    await fs.writeFile(path.join(one, 'left', 'f.txt'), 'left');
+    await fs.writeFile(path.join(one, 'right', 'f.txt'), 'right');
+    await fs.writeFile(path.join(one, 'p', 'in-p.txt'), 'p');
+    await fs.writeFile(path.join(one, 'q', 'in-q.txt'), 'q');
+    await once(one, a.env('one'));
+    await once(two, a.env('two'));
+    await fs.rename(path.join(one, 'left', 'f.txt'), path.join(one, 'tmp'));
+    await fs.rename(path.join(one, 'right', 'f.txt'), path.join(one, 'left', 'f.txt'));
+    await fs.rename(path.join(one, 'tmp'), path.join(one, 'right', 'f.txt'));
+    await fs.rename(path.join(one, 'p'), path.join(one, 'tmp'));
+    await fs.rename(path.join(one, 'q'), path.join(one, 'p'));
+    await fs.rename(path.join(one, 'tmp'), path.join(one, 'q'));
+    const sent = await once(one, a.env('one'));
+    expect(sent.stdout).not.toContain('uploaded');
+    expect(sorted(await serverTree(a.api))).toEqual(sorted(await readTree(one)));
+    const got = await once(two, a.env('two'));
+    expect(got.stdout).not.toContain('downloaded');
+    expect(await fs.readFile(path.join(two, 'left', 'f.txt'), 'utf8')).toBe('right');
+    expect(await fs.readFile(path.join(two, 'p', 'in-q.txt'), 'utf8')).toBe('q');
+    expect(sorted(await readTree(two))).toEqual(sorted(await serverTree(a.api)));
+    expect((await once(one, a.env('one'))).stdout).toBe('');
+    expect((await once(two, a.env('two'))).stdout).toBe('');
+  });
+});
+
+describe('a file created on the server without content', () => {
+  test('appears as an empty file, then gets its bytes when the server does', async () => {
+    const a = await account();
+    const dir = await tempDir('empty');
+    await once(dir, a.env('one'));
+    const id = randomBytes(16).toString('hex');
+    const res = await a.api.syncOps([{ opId: String(Date.now()), type: 'create', resourceId: id, payload: { resourceType: 'file', name: 'empty.txt', parentId: null } }]);
+    expect(res.failed).toBeNull();
+    expect((await once(dir, a.env('one'))).stdout).toContain('created empty.txt');
+    expect((await fs.stat(path.join(dir, 'empty.txt'))).size).toBe(0);
+    expect((await once(dir, a.env('one'))).stdout).toBe('');
+    await a.api.replaceContent(id, { content: Buffer.from('now with bytes'), ifNoneMatch: true });
+    await once(dir, a.env('one'));
+    expect(await fs.readFile(path.join(dir, 'empty.txt'), 'utf8')).toBe('now with bytes');
+  });
+
+  test('local bytes written into it are sent as its content', async () => {
+    const a = await account();
+    const dir = await tempDir('empty-edit');
+    const id = randomBytes(16).toString('hex');
+    await a.api.syncOps([{ opId: String(Date.now()), type: 'create', resourceId: id, payload: { resourceType: 'file', name: 'later.txt', parentId: null } }]);
+    await once(dir, a.env('one'));
+    await fs.writeFile(path.join(dir, 'later.txt'), 'written here');
+    await once(dir, a.env('one'));
+    expect((await a.api.getFile(id)).size).toBe('written here'.length);
+  });
+});
