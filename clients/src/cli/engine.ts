@@ -77,13 +77,17 @@ export async function runPass(ctx: SyncContext): Promise<number> {
 }
 
 /** `sync --once`: passes until one finds nothing to do. */
-export async function syncOnce(ctx: SyncContext): Promise<void> {
+/** Passes one `--once` run makes before it gives up on a folder that keeps changing under it. */
+export const MAX_PASSES = 12;
+
+/** One full reconciliation; false when the folder was still changing after MAX_PASSES passes. */
+export async function syncOnce(ctx: SyncContext): Promise<boolean> {
   // Downloads a killed run left half-way are started again from their first byte.
   const tmp = join(ctx.dir, STATE_DIR, 'tmp');
   for (const name of await fs.readdir(tmp).catch(() => [] as string[])) await fs.rm(join(tmp, name), { force: true });
   await flushOutbox(ctx);
-  for (let i = 0; i < 12 && !ctx.signal.aborted; i++) {
-    if ((await runPass(ctx)) === 0) break;
-  }
-  if (!ctx.signal.aborted) ctx.journal.set('last_sync', new Date().toISOString());
+  let settled = false;
+  for (let i = 0; i < MAX_PASSES && !ctx.signal.aborted && !settled; i++) settled = (await runPass(ctx)) === 0;
+  if (settled) ctx.journal.set('last_sync', new Date().toISOString());
+  return settled;
 }

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AbortedError, ApiError, NetworkError } from '../sdk/errors';
 import { foldsCase, GuardError, type SyncContext } from './context';
-import { syncOnce } from './engine';
+import { MAX_PASSES, syncOnce } from './engine';
 import { Journal } from './journal';
 import { Reporter } from './output';
 import { ExitError, readSettings, Session } from './session';
@@ -103,8 +103,12 @@ async function run(argv: string[], signal: AbortSignal, reporter: Reporter): Pro
       pending: 0,
       caseInsensitive: await foldsCase(dir),
     };
-    if (values.once) await syncOnce(ctx);
-    else await (await import('./watch')).syncForever(ctx);
+    if (values.once) {
+      // Exit 0 means "in sync": a folder still changing after every pass is not, and says so.
+      if (!(await syncOnce(ctx)) && !signal.aborted) {
+        throw new ExitError(1, `still changing after ${MAX_PASSES} passes; run again when the folder is quiet`);
+      }
+    } else await (await import('./watch')).syncForever(ctx);
     if (signal.aborted) return 0;
     return ctx.quotaExceeded ? 1 : 0;
   } finally {
