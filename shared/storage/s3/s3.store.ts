@@ -1,4 +1,4 @@
-import { PassThrough, pipeline, type Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
   CopyObjectCommand,
@@ -98,24 +98,21 @@ export class S3ContentStore implements ContentStore {
   async stage(source: Readable, options: StageOptions): Promise<StagedContent> {
     const stagingKey = `${STAGING_PREFIX}${newId()}.part`;
     const meter = new HashMeter(options.maxBytes);
-    // The source's failure (a client gone, a limit) ends the meter, and so the upload, which then
-    // aborts its multipart upload.
-    // The body is a stage after the meter: the SDK would take the meter's `size` (bytes so far) for
-    // the length of the whole body.
-    const body = new PassThrough({ highWaterMark: 1024 * 1024 });
-    pipeline(source, meter, body, () => undefined);
+    // The meter is the upload's body: the source's failure (a client gone, a limit) fails the meter,
+    // and so the upload, which then aborts its multipart upload.
+    pipeline(source, meter, () => undefined);
     const upload = new Upload({
       client: this.client,
-      params: { Bucket: this.bucket, Key: this.objectKey(stagingKey), Body: body },
+      params: { Bucket: this.bucket, Key: this.objectKey(stagingKey), Body: meter },
       partSize: PART_SIZE,
       queueSize: PARTS_IN_FLIGHT,
       leavePartsOnError: false,
     });
     try {
       await upload.done();
-      return { stagingKey, size: meter.size, sha256: meter.digest() };
+      return { stagingKey, size: meter.received, sha256: meter.digest() };
     } catch (err) {
-      body.destroy();
+      meter.destroy();
       await upload.abort().catch(() => undefined);
       await this.deleteObject(this.objectKey(stagingKey)).catch(() => undefined);
       // The meter's own error (FILE_TOO_LARGE, the client's) says more than the SDK's.
@@ -159,26 +156,23 @@ export class S3ContentStore implements ContentStore {
     };
   }
 
-  private download(objectKey: string, etag: string | undefined, range?: ByteRange): Readable {
-    const out = new PassThrough({ highWaterMark: 1024 * 1024 });
-    this.client
-      .send(
+  /** The SDK's response body itself: nothing between it and the reader. */
+  private async download(objectKey: string, etag: string | undefined, range?: ByteRange): Promise<Readable> {
+    try {
+      const res = await this.client.send(
         new GetObjectCommand({
           Bucket: this.bucket,
           Key: objectKey,
           ...(etag ? { IfMatch: etag } : {}),
           ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
         }),
-      )
-      .then(
-        (res) => pipeline(res.Body as Readable, out, () => undefined),
-        (err: unknown) => {
-          const gone = isNotFound(err) || statusOf(err) === 412;
-          if (gone) this.heads.delete(objectKey);
-          out.destroy(gone ? new ContentNotFoundError(objectKey) : (err as Error));
-        },
       );
-    return out;
+      return res.Body as Readable;
+    } catch (err) {
+      const gone = isNotFound(err) || statusOf(err) === 412;
+      if (gone) this.heads.delete(objectKey);
+      throw gone ? new ContentNotFoundError(objectKey) : err;
+    }
   }
 
   private async head(key: string): Promise<(StoredObject & { etag: string | undefined }) | undefined> {
