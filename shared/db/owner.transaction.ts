@@ -121,10 +121,10 @@ export class OwnerTransactions {
     try {
       result = await this.db.transaction(async (trx) => {
         if (options.begun) await options.begun(trx);
-        const position = options.lockOwner ? await options.lockOwner(trx) : await lockOwnerRow(trx, userId);
+        const usage = UsageLedger.deferWithin(trx);
+        const position = options.lockOwner ? await options.lockOwner(trx) : await usage.lockOwner(userId);
         clock = new ChangeClock(userId, position ?? 0, deviceId);
         const derived = DerivedData.deferWithin(trx);
-        const usage = UsageLedger.deferWithin(trx);
         const value = await work(trx, clock);
         await derived.flush();
         // The byte counters go into the statement that stores the feed position: no extra round trip.
@@ -143,10 +143,4 @@ export class OwnerTransactions {
     }
     return result;
   }
-}
-
-/** The owner's row, locked until the transaction ends; its stored feed position. */
-async function lockOwnerRow(trx: Knex.Transaction, userId: string): Promise<number | undefined> {
-  const owner = await trx('users').where({ id: userId }).forUpdate().first<{ change_seq: string | number } | undefined>('change_seq');
-  return owner ? Number(owner.change_seq) : undefined;
 }

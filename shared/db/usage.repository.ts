@@ -96,6 +96,18 @@ export class UsageRepository {
     return toUsage(rows[0]);
   }
 
+  /**
+   * Takes the owner's row lock and reads, in that one round trip, its feed position and the counters
+   * as committed; undefined when there is no such user.
+   */
+  async lockOwner(userId: string): Promise<{ changeSeq: number; usage: Usage } | undefined> {
+    const [rows] = (await this.db.raw(
+      'SELECT change_seq, quota_bytes, files_bytes, trash_bytes, versions_bytes, uploads_bytes FROM users WHERE id = ? FOR UPDATE',
+      [userId],
+    )) as [Array<UsageRow & { change_seq: string | number }>];
+    return rows[0] ? { changeSeq: Number(rows[0].change_seq), usage: toUsage(rows[0]) } : undefined;
+  }
+
   /** The column updates that add `deltas` to the counters (only the non-zero ones). */
   static increments(db: Knex | Knex.Transaction, deltas: Partial<ByteCounts>): Record<string, Knex.Raw> {
     const update: Record<string, Knex.Raw> = {};
