@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import { STATEMENTS, tagText } from './statement.tags';
 import { DerivedData } from './derived/derived.hooks';
 import type { Db } from './knex';
 import { UsageLedger } from './derived/usage.ledger';
@@ -78,7 +77,7 @@ export interface OwnerGate {
 
 /**
  * Takes the owner's lock for the transaction: resolves to the owner's stored feed position, undefined
- * when there is no such owner. The plain one is a locking read of the owner's row (lockOwnerRow).
+ * when there is no such owner. Without one, the owner's row is read with its byte counters, locked (UsageLedger.lockOwner).
  */
 export type OwnerLock = (trx: Knex.Transaction, userId: string) => Promise<number | undefined>;
 
@@ -117,16 +116,18 @@ export class OwnerTransactions {
    * caller that tells others first (the sync worker announces its batches' results) and then calls
    * notifyChanged when `changed`.
    */
-  async commit<T>(author: ChangeAuthor, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>, lock: OwnerLock = lockOwnerRow): Promise<OwnerCommit<T>> {
+  async commit<T>(author: ChangeAuthor, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>, lock?: OwnerLock): Promise<OwnerCommit<T>> {
     const { userId, deviceId } = author;
     // Passed before a connection is taken: a caller held at the gate holds nothing of the pool.
     const leave = this.gate ? await this.gate.enter(userId) : undefined;
     let clock: ChangeClock | undefined;
     try {
       const value = await this.db.transaction(async (trx) => {
-        clock = new ChangeClock(userId, (await lock(trx, userId)) ?? 0, deviceId);
-        const derived = DerivedData.deferWithin(trx);
         const usage = UsageLedger.deferWithin(trx);
+        // The plain lock also reads the byte counters, so a quota check inside costs no round trip.
+        const position = lock ? await lock(trx, userId) : await usage.lockOwner(userId);
+        clock = new ChangeClock(userId, position ?? 0, deviceId);
+        const derived = DerivedData.deferWithin(trx);
         const result = await work(trx, clock);
         await derived.flush();
         // The byte counters go into the statement that stores the feed position: no extra round trip.
@@ -145,10 +146,4 @@ export class OwnerTransactions {
   notifyChanged(userId: string): void {
     this.notifier.changed(userId);
   }
-}
-
-/** The owner's row, locked until the transaction ends; its stored feed position. */
-async function lockOwnerRow(trx: Knex.Transaction, userId: string): Promise<number | undefined> {
-  const owner = await trx('users').where({ id: userId }).forUpdate().comment(tagText(STATEMENTS.lockOwner)).first<{ change_seq: string | number } | undefined>('change_seq');
-  return owner ? Number(owner.change_seq) : undefined;
 }

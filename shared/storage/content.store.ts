@@ -87,8 +87,12 @@ export interface ByteRange {
 /** Open content: its size, read once, whole or in part. */
 export interface ContentHandle {
   readonly size: number;
-  /** A stream of the bytes in `range` (all when absent); the handle is released when it ends or fails. */
-  read(range?: ByteRange): Readable;
+  /**
+   * A stream of the bytes in `range` (all when absent); the handle is released when it ends or fails.
+   * Resolves once the bytes can flow (an object store has answered), so the medium's own stream is
+   * handed over, with no stage between it and the reader.
+   */
+  read(range?: ByteRange): Promise<Readable>;
   /** Releases a handle that will not be read. */
   close(): Promise<void>;
 }

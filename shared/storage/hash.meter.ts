@@ -9,15 +9,19 @@ import { AppError } from '../errors';
  */
 export class HashMeter extends Transform {
   private readonly hash = createHash('sha256');
-  size = 0;
+  /**
+   * Bytes that passed so far. Not named `size`: the S3 SDK's upload takes a body's `size` for the
+   * length of the whole body, and the meter is handed to it as the body.
+   */
+  received = 0;
 
   constructor(private readonly maxBytes: number) {
     super();
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: (err?: Error | null, chunk?: Buffer) => void): void {
-    this.size += chunk.length;
-    if (this.size > this.maxBytes) return done(new AppError('FILE_TOO_LARGE', 'the content is larger than the upload limit'));
+    this.received += chunk.length;
+    if (this.received > this.maxBytes) return done(new AppError('FILE_TOO_LARGE', 'the content is larger than the upload limit'));
     // Hashed here, on the event loop, while libuv's threads write the previous chunks. A hashing
     // thread was measured too and was slower on two cores (docs/BENCHMARKS.md).
     this.hash.update(chunk);

@@ -36,16 +36,19 @@ export function multipart(file: string, name: string, bytes: number): { body: Re
 
 /**
  * The plain-HTTP ceilings: a bare node:http server in a process of its own, like the gateway, with no
- * framework, no multipart, no hashing and no database. `?chunk=` picks the stream chunk size, so the
- * bench can take the fastest of the stock settings and large chunks:
- * - POST pipes the raw body into a new file (createWriteStream with that highWaterMark);
- * - GET pipes the file, or the one range `bytes=a-b` asked for, into the response (createReadStream),
+ * framework, no multipart and no database, doing the work the service's path cannot skip. `?chunk=`
+ * picks the stream chunk size, so the bench can take the fastest of the stock settings and large chunks:
+ * - POST receives the raw body, hashes every byte with SHA-256 (the gateway's ETag and digests) and
+ *   writes it to a new file (createWriteStream with that highWaterMark), then answers with the digest;
+ * - GET streams the file, or the one range `bytes=a-b` asked for, into the response (createReadStream),
  *   with the headers the gateway sends with content (same names, values of the same length), so the
  *   ceiling moves as many header bytes as the service does.
  */
 const PLAIN_SERVER = `
 const http = require('node:http');
 const fs = require('node:fs');
+const crypto = require('node:crypto');
+const { Transform, pipeline } = require('node:stream');
 const CONTENT_HEADERS = {
   'x-request-id': '0123456789abcdef0123456789abcdef',
   'etag': '"' + 'a'.repeat(64) + '"',
@@ -61,10 +64,13 @@ const server = http.createServer((req, res) => {
   const file = q.get('path');
   const chunk = Number(q.get('chunk')) || undefined;
   if (req.method === 'POST') {
-    const out = fs.createWriteStream(file, { highWaterMark: chunk });
-    req.pipe(out);
-    out.on('finish', () => { res.writeHead(201); res.end(); });
-    out.on('error', () => { res.writeHead(500); res.end(); });
+    const hash = crypto.createHash('sha256');
+    const hashing = new Transform({ transform(c, _e, done) { hash.update(c); done(null, c); } });
+    pipeline(req, hashing, fs.createWriteStream(file, { flags: 'wx', highWaterMark: chunk }), (err) => {
+      if (err) { res.writeHead(500); res.end(); return; }
+      res.writeHead(201, { etag: '"' + hash.digest('hex') + '"' });
+      res.end();
+    });
     return;
   }
   fs.stat(file, (err, st) => {

@@ -131,7 +131,7 @@ export class DavTree {
       ]);
     } else {
       const { file, content } = await this.files.openContent(userId, source);
-      const staged = await this.storage.stage(content.read() as unknown as Request, Number.MAX_SAFE_INTEGER);
+      const staged = await this.storage.stage((await content.read()) as unknown as Request, Number.MAX_SAFE_INTEGER);
       const copy = await this.files.upload({
         userId,
         deviceId,

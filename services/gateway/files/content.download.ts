@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { Request, Response } from 'express';
 import { AppError } from '../../../shared/errors';
 import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
@@ -76,7 +77,18 @@ export async function sendContent(req: Request, res: Response, file: ResourceRec
   }
   // Settles when the response closes, sent or cut: a client that goes away stops the read, and a
   // read that fails after the headers left cuts the response (the client sees a short body).
-  const stream = content.read(range);
+  let stream: Readable;
+  try {
+    stream = await content.read(range);
+  } catch {
+    res.destroy();
+    return;
+  }
+  // The client may have gone while the store was answering.
+  if (res.destroyed) {
+    stream.destroy();
+    return;
+  }
   await new Promise<void>((resolve) => {
     stream.once('error', () => {
       res.destroy();

@@ -56,7 +56,7 @@ export class VersionsService {
     const file = await this.content.checkBeforeUpload(userId, fileId, conditions);
     await this.content.checkDeclaredSize(file, version.sizeBytes);
     const handle = await this.open(version);
-    const staged = await this.store.stage(handle.read(), { maxBytes: Number.POSITIVE_INFINITY });
+    const staged = await this.store.stage(await handle.read(), { maxBytes: Number.POSITIVE_INFINITY });
     return this.content.replaceContent({
       userId,
       deviceId,

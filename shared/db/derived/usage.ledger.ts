@@ -51,6 +51,18 @@ export class UsageLedger {
     return ledger;
   }
 
+  /**
+   * Locks the owner's row (OwnerTransactions.run's lock) and keeps the counters the same statement
+   * read, so a quota check in the transaction costs no round trip of its own. Resolves to the owner's
+   * feed position; undefined when there is no such user.
+   */
+  async lockOwner(userId: string): Promise<number | undefined> {
+    const owner = await this.repo.lockOwner(userId);
+    if (!owner) return undefined;
+    if (this.deferred) this.locked.set(userId, owner.usage);
+    return owner.changeSeq;
+  }
+
   async add(userId: string, kind: UsageKind, bytes: number): Promise<void> {
     if (bytes === 0) return;
     const d = this.deltas.get(userId) ?? zero();

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { STATEMENTS, statementTag } from '../statement.tags';
 
 /** Longest IN list sent in one statement. */
 const CHUNK = 1000;
@@ -94,6 +95,19 @@ export class UsageRepository {
     )) as [UsageRow[]];
     if (!rows[0]) throw new Error(`no user ${userId}`);
     return toUsage(rows[0]);
+  }
+
+  /**
+   * Takes the owner's row lock and reads, in that one round trip, its feed position and the counters
+   * as committed; undefined when there is no such user.
+   */
+  async lockOwner(userId: string): Promise<{ changeSeq: number; usage: Usage } | undefined> {
+    const [rows] = (await this.db.raw(
+      `${statementTag(STATEMENTS.lockOwner)} ` +
+        'SELECT change_seq, quota_bytes, files_bytes, trash_bytes, versions_bytes, uploads_bytes FROM users WHERE id = ? FOR UPDATE',
+      [userId],
+    )) as [Array<UsageRow & { change_seq: string | number }>];
+    return rows[0] ? { changeSeq: Number(rows[0].change_seq), usage: toUsage(rows[0]) } : undefined;
   }
 
   /** The column updates that add `deltas` to the counters (only the non-zero ones). */

@@ -96,7 +96,7 @@ export class LocalContentStore implements ContentStore {
     try {
       await fs.mkdir(path.dirname(file), { recursive: true });
       await pipeline(source, meter, createWriteStream(file, { flags: 'wx', highWaterMark: WRITE_BATCH }));
-      return { stagingKey, size: meter.size, sha256: meter.digest() };
+      return { stagingKey, size: meter.received, sha256: meter.digest() };
     } catch (err) {
       await fs.rm(file, { force: true });
       throw err;
@@ -128,7 +128,7 @@ export class LocalContentStore implements ContentStore {
       return {
         size: stat.size,
         // The stream owns the descriptor from here and closes it when it ends, fails or is destroyed.
-        read: (range?: ByteRange) => createReadStream('', { fd, highWaterMark: READ_CHUNK, autoClose: true, ...(range ? { start: range.start, end: range.end } : {}) }),
+        read: async (range?: ByteRange) => createReadStream('', { fd, highWaterMark: READ_CHUNK, autoClose: true, ...(range ? { start: range.start, end: range.end } : {}) }),
         close: () => closeFd(fd),
       };
     } catch (err) {

@@ -1,4 +1,4 @@
-import { PassThrough, pipeline, type Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
   CopyObjectCommand,
@@ -28,6 +28,7 @@ import {
 import { HashMeter } from '../hash.meter';
 import { createS3Client, isNotFound, statusOf } from './s3.client';
 import { listMultipartUploads, listObjects, type MultipartUpload } from './s3.listing';
+import { HELD_IN_MEMORY, readUpTo } from './s3.staging';
 import { S3TusStore, TUS_PREFIX } from './s3.tus-store';
 
 /** The marker object, beside the content under the prefix (the local driver's marker file). */
@@ -51,7 +52,8 @@ const MAX_SINGLE_COPY = 5 * 1024 ** 3;
  * The content store on an S3-compatible bucket: the key `k` is the object `<S3_PREFIX>k`. Nothing
  * touches the local disk. An object store has no rename: `stage` streams the bytes (hashed on the way)
  * to `.staging/<id>`, `place` copies them server-side to the content key and deletes the staging
- * object, and what a crash leaves under `.staging/` (objects and multipart uploads) is swept.
+ * object, and what a crash leaves under `.staging/` (objects and multipart uploads) is swept. Content
+ * of at most HELD_IN_MEMORY bytes skips the staging object: held in memory, put once by `place`.
  */
 export class S3ContentStore implements ContentStore {
   readonly client: S3Client;
@@ -62,6 +64,8 @@ export class S3ContentStore implements ContentStore {
    * pinned to the ETag, so a stale entry can only make a read fail, never serve other bytes.
    */
   private readonly heads = new Map<string, { size: number; etag: string | undefined; modifiedAt: Date }>();
+  /** Staged content small enough to be held in memory until it is placed or discarded (s3.staging.ts). */
+  private readonly held = new Map<string, Buffer>();
 
   constructor(readonly config: S3Config) {
     this.client = createS3Client(config);
@@ -98,32 +102,42 @@ export class S3ContentStore implements ContentStore {
   async stage(source: Readable, options: StageOptions): Promise<StagedContent> {
     const stagingKey = `${STAGING_PREFIX}${newId()}.part`;
     const meter = new HashMeter(options.maxBytes);
-    // The source's failure (a client gone, a limit) ends the meter, and so the upload, which then
-    // aborts its multipart upload.
-    // The body is a stage after the meter: the SDK would take the meter's `size` (bytes so far) for
-    // the length of the whole body.
-    const body = new PassThrough({ highWaterMark: 1024 * 1024 });
-    pipeline(source, meter, body, () => undefined);
-    const upload = new Upload({
-      client: this.client,
-      params: { Bucket: this.bucket, Key: this.objectKey(stagingKey), Body: body },
-      partSize: PART_SIZE,
-      queueSize: PARTS_IN_FLIGHT,
-      leavePartsOnError: false,
-    });
+    // The source's failure (a client gone, a limit) fails the meter, and so the read or the upload,
+    // which then aborts its multipart upload.
+    pipeline(source, meter, () => undefined);
+    let upload: Upload | undefined;
     try {
+      const read = await readUpTo(meter, HELD_IN_MEMORY);
+      if ('whole' in read) {
+        this.held.set(stagingKey, read.whole);
+        return { stagingKey, size: meter.received, sha256: meter.digest() };
+      }
+      upload = new Upload({
+        client: this.client,
+        params: { Bucket: this.bucket, Key: this.objectKey(stagingKey), Body: read.rest },
+        partSize: PART_SIZE,
+        queueSize: PARTS_IN_FLIGHT,
+        leavePartsOnError: false,
+      });
       await upload.done();
-      return { stagingKey, size: meter.size, sha256: meter.digest() };
+      return { stagingKey, size: meter.received, sha256: meter.digest() };
     } catch (err) {
-      body.destroy();
-      await upload.abort().catch(() => undefined);
-      await this.deleteObject(this.objectKey(stagingKey)).catch(() => undefined);
+      meter.destroy();
+      await upload?.abort().catch(() => undefined);
+      if (upload) await this.deleteObject(this.objectKey(stagingKey)).catch(() => undefined);
       // The meter's own error (FILE_TOO_LARGE, the client's) says more than the SDK's.
       throw meter.errored ?? source.errored ?? err;
     }
   }
 
   async place(staged: StagedContent, key: string): Promise<void> {
+    const held = this.held.get(staged.stagingKey);
+    if (held) {
+      // Held in memory since `stage`: written under its content key in one request.
+      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key), Body: held, ContentLength: held.length }));
+      this.held.delete(staged.stagingKey);
+      return;
+    }
     const from = this.stagingObject(staged.stagingKey);
     if (staged.size > MAX_SINGLE_COPY) throw new Error('content over 5 GiB cannot be placed on S3 in one copy');
     await this.client.send(
@@ -138,6 +152,7 @@ export class S3ContentStore implements ContentStore {
   }
 
   async discard(staged: StagedContent): Promise<void> {
+    if (this.held.delete(staged.stagingKey)) return;
     await this.deleteObject(this.stagingObject(staged.stagingKey));
   }
 
@@ -159,26 +174,23 @@ export class S3ContentStore implements ContentStore {
     };
   }
 
-  private download(objectKey: string, etag: string | undefined, range?: ByteRange): Readable {
-    const out = new PassThrough({ highWaterMark: 1024 * 1024 });
-    this.client
-      .send(
+  /** The SDK's response body itself: nothing between it and the reader. */
+  private async download(objectKey: string, etag: string | undefined, range?: ByteRange): Promise<Readable> {
+    try {
+      const res = await this.client.send(
         new GetObjectCommand({
           Bucket: this.bucket,
           Key: objectKey,
           ...(etag ? { IfMatch: etag } : {}),
           ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
         }),
-      )
-      .then(
-        (res) => pipeline(res.Body as Readable, out, () => undefined),
-        (err: unknown) => {
-          const gone = isNotFound(err) || statusOf(err) === 412;
-          if (gone) this.heads.delete(objectKey);
-          out.destroy(gone ? new ContentNotFoundError(objectKey) : (err as Error));
-        },
       );
-    return out;
+      return res.Body as Readable;
+    } catch (err) {
+      const gone = isNotFound(err) || statusOf(err) === 412;
+      if (gone) this.heads.delete(objectKey);
+      throw gone ? new ContentNotFoundError(objectKey) : err;
+    }
   }
 
   private async head(key: string): Promise<(StoredObject & { etag: string | undefined }) | undefined> {

@@ -1,0 +1,40 @@
+import { Readable } from 'node:stream';
+
+/**
+ * Content up to this size is held in memory from `stage` to `place` and written with one PutObject
+ * under its content key, where staging it in the bucket would cost three round trips (PutObject of
+ * the staging object, CopyObject into place, DeleteObject of the staging object). Larger content
+ * streams to a staging object as before; the SDK's upload holds up to four 16 MiB parts of it in
+ * memory anyway, so this bound adds no new kind of memory use.
+ */
+export const HELD_IN_MEMORY = 1024 * 1024;
+
+/**
+ * Reads `body` until it ends or passes `limit` bytes: `whole` holds every byte of a body that ended
+ * within the limit; otherwise `rest` streams the bytes read so far followed by the remainder, for the
+ * SDK's streamed upload. A failure of `body` rejects (whole) or fails `rest`.
+ */
+export async function readUpTo(body: Readable, limit: number): Promise<{ whole: Buffer } | { rest: Readable }> {
+  const reader = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const head: Buffer[] = [];
+  let bytes = 0;
+  for (;;) {
+    const next = await reader.next();
+    if (next.done) return { whole: Buffer.concat(head, bytes) };
+    head.push(next.value);
+    bytes += next.value.length;
+    if (bytes > limit) break;
+  }
+  async function* remainder(): AsyncGenerator<Buffer> {
+    yield* head;
+    for (;;) {
+      const next = await reader.next();
+      if (next.done) return;
+      yield next.value;
+    }
+  }
+  // The destroy of `rest` (an aborted upload) reaches the body through the iterator's return.
+  const rest = Readable.from(remainder(), { objectMode: false });
+  rest.once('close', () => void reader.return?.());
+  return { rest };
+}
