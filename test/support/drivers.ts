@@ -1,11 +1,17 @@
 import { ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Readable } from 'node:stream';
+import { loadConfig } from '../../shared/config';
 import type { ContentStore } from '../../shared/storage/content.store';
 import { LocalContentStore } from '../../shared/storage/local/local.store';
 import { S3ContentStore } from '../../shared/storage/s3/s3.store';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { listFilesUnder } from './fixtures';
 import type { TestEnv } from './harness';
+import { emptyPrefix } from './rgw';
 
 /**
  * The content drivers every content-path test runs on, from one body (`describe.each(DRIVERS)`):
@@ -104,4 +110,37 @@ export class StoredContent {
   uploadDirFiles(): Promise<string[]> {
     return listFilesUnder(this.env.uploadDir);
   }
+}
+
+/** Another store on the same driver as a test environment's, empty: a folder, or a prefix of the test bucket. */
+export interface ScratchStore {
+  /** The settings that point a process at it (UPLOAD_DIR, or S3_PREFIX). */
+  setting: Record<string, string>;
+  stored: StoredContent;
+  /** Removes it and whatever it holds. */
+  drop(): Promise<void>;
+}
+
+/** `missing`: a folder that does not exist yet (a prefix never does before its first object). */
+export async function scratchStore(env: TestEnv, options: { missing?: boolean } = {}): Promise<ScratchStore> {
+  let setting: Record<string, string>;
+  let uploadDir = env.uploadDir;
+  let scratchDir: string | undefined;
+  if (env.config.storageDriver === 's3') {
+    setting = { S3_PREFIX: `${env.name}-scratch-${randomBytes(4).toString('hex')}/` };
+  } else {
+    scratchDir = await fs.mkdtemp(path.join(os.tmpdir(), 'fs-scratch-store-'));
+    uploadDir = options.missing ? path.join(scratchDir, 'uploads') : scratchDir;
+    setting = { UPLOAD_DIR: uploadDir };
+  }
+  const config = loadConfig({ ...env.env, ...setting });
+  const stored = new StoredContent({ ...env, uploadDir, config });
+  return {
+    setting,
+    stored,
+    async drop() {
+      if (scratchDir) await fs.rm(scratchDir, { recursive: true, force: true });
+      if (config.s3) await emptyPrefix(config.s3);
+    },
+  };
 }
