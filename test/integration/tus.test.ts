@@ -14,10 +14,6 @@ import { CuttingProxy, encodeMetadata, TusRaw } from '../support/tus';
 
 const MiB = 1024 * 1024;
 
-async function tusEntries(stored: StoredContent): Promise<string[]> {
-  const multipart = (await stored.unfinishedMultipartUploads()).filter((k) => k.startsWith('.tus/'));
-  return [...(await stored.tusObjects()), ...multipart].map((k) => k.slice('.tus/'.length)).sort();
-}
 const LIMIT = 24 * MiB;
 
 describe.each(DRIVERS)('resumable uploads on the %s driver', (driver) => {
@@ -44,11 +40,8 @@ describe.each(DRIVERS)('resumable uploads on the %s driver', (driver) => {
     await env?.dropAll();
   });
 
-  /**
-   * What resumable uploads in progress keep in a store, named under `.tus/`: on disk the bytes and
-   * `<id>.json`; on S3 `<id>.info`, `<id>.part` (a tail smaller than a part) and the multipart upload `<id>`.
-   */
-  const tusFiles = (of = stored) => tusEntries(of);
+  /** What resumable uploads in progress keep in a store (StoredContent.resumableEntries). */
+  const tusFiles = (of = stored) => of.resumableEntries();
 
   // Each test starts with no upload in progress, whatever the one before left.
   afterEach(async () => {

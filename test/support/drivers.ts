@@ -62,6 +62,21 @@ export class StoredContent {
     return out.sort();
   }
 
+  /**
+   * What resumable uploads in progress keep, named relative to `.tus/`, sorted: on disk `<id>` (the
+   * bytes) and `<id>.json`; on S3 `<id>.info`, `<id>.part` (a tail smaller than a part) and the
+   * unfinished multipart upload `<id>`.
+   */
+  async resumableEntries(): Promise<string[]> {
+    const multipart = (await this.unfinishedMultipartUploads()).filter((k) => k.startsWith(`${TUS}/`));
+    return [...(await this.tusObjects()), ...multipart].map((k) => k.slice(TUS.length + 1)).sort();
+  }
+
+  /** The stored info of a resumable upload in progress, as text: `<id>.json` on disk, `<id>.info` on S3. */
+  resumableInfo(id: string): Promise<string | undefined> {
+    return this.text(`${TUS}/${id}${this.driver === 's3' ? '.info' : '.json'}`);
+  }
+
   /** Everything the store holds: content, staging, resumable uploads and the marker. */
   async everything(): Promise<string[]> {
     const marker = (await this.store.readMarker()) === undefined ? [] : [MARKER];
