@@ -50,6 +50,8 @@ describe.each(DRIVERS)('recovery after a crash on the %s driver', (driver) => {
   }
 
   async function startGatewayAndUser() {
+    // One gateway at a time: a test that did not kill its own stops it here, or it outlives the run.
+    if (gateway) await stopProcess(gateway, 'SIGKILL');
     gateway = await spawnGateway(env);
     const { api: admin } = await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password);
     const user = await admin.createUser(`k${newId().slice(0, 12)}`);
