@@ -8,6 +8,7 @@ import { PART_SIZE, S3ContentStore } from '../../shared/storage/s3/s3.store';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { Fsck } from '../../services/maintenance/fsck';
 import type { Api } from '../support/client';
+import { basic, createAppPassword, DavClient } from '../support/dav';
 import { expectError, listFilesUnder } from '../support/fixtures';
 import { startStack, type TestStack } from '../support/stack';
 import { TusRaw } from '../support/tus';
@@ -136,6 +137,24 @@ describe.each(['local', 's3'] as const)('content on the %s driver', (driver) => 
     expect((await tus.delete(dropped)).status).toBe(204);
     expect((await tus.head(dropped)).status).toBe(404);
     expect(await openMultipartUploads()).toBe(0);
+  });
+
+  test('WebDAV PUT creates and replaces content in the store under the app password\'s device, read back by Range', async () => {
+    const password = await createAppPassword(api, 'dav on the store');
+    const dav = new DavClient(api.baseUrl, basic('mover', password.password));
+    expect((await dav.put('/dav/dav-note.txt', 'written over WebDAV')).status).toBe(201);
+    const file = (await api.get('/v1/files')).body.items.find((f: { name: string }) => f.name === 'dav-note.txt');
+    const { storage_key: first } = await stack.env.db('resources').where({ id: file.id }).first('storage_key');
+    expect(first).toBe(`${password.deviceId}/${file.id}.txt`);
+    expect(await store.stat(first)).toMatchObject({ size: 'written over WebDAV'.length });
+
+    expect((await dav.put('/dav/dav-note.txt', 'replaced over WebDAV')).status).toBe(204);
+    const ranged = await dav.request('GET', '/dav/dav-note.txt', { headers: { range: 'bytes=0-7' } });
+    expect(ranged.status).toBe(206);
+    expect(ranged.text).toBe('replaced');
+    const { storage_key: second } = await stack.env.db('resources').where({ id: file.id }).first('storage_key');
+    expect(second).not.toBe(first);
+    expect(await store.stat(second)).toMatchObject({ size: 'replaced over WebDAV'.length });
   });
 
   test('the readiness check reports the content store', async () => {

@@ -8,10 +8,10 @@ import {
   deleteBySync,
   deleteFile,
   feedCursorNow,
-  onDisk,
   resourceRow,
   uploadFile,
 } from '../support/lifecycle';
+import { DRIVERS, onDriver, StoredContent } from '../support/drivers';
 import { startStack, type TestStack } from '../support/stack';
 
 /** GET /v1/trash, POST /v1/trash/:id/restore and DELETE /v1/trash/:id (API.md 1.1, "Trash"). */
@@ -221,19 +221,37 @@ describe('POST /v1/trash/:id/restore', () => {
   });
 });
 
-describe('DELETE /v1/trash/:id', () => {
-  test('purges a file: its content leaves the disk, it leaves the trash, and the feed keeps it as deleted with a new rev', async () => {
+/** The purge is where the trash meets the content store: it runs on each driver. */
+describe.each(DRIVERS)('DELETE /v1/trash/:id on the %s driver', (driver) => {
+  let stack: TestStack;
+  let env: TestEnv;
+  let api: Api;
+  let stored: StoredContent;
+
+  beforeAll(async () => {
+    stack = await startStack(onDriver(driver));
+    env = stack.env;
+    stored = new StoredContent(env);
+    ({ api } = await stack.admin.createUser('purger'));
+  });
+
+  afterAll(async () => {
+    if (driver === 's3') expect(await stored.uploadDirFiles()).toEqual([]);
+    await stack?.close();
+  });
+
+  test('purges a file: its content leaves the store, it leaves the trash, and the feed keeps it as deleted with a new rev', async () => {
     const file = await uploadFile(api, 'purge-me.txt', 'bytes to reclaim');
     const { storage_key: key } = await resourceRow(env, file.id);
     await deleteFile(api, file.id);
-    expect(await onDisk(env, key!)).toBe(true);
+    expect(await stored.exists(key!)).toBe(true);
     const cursor = await feedCursorNow(api);
 
     const res = await api.delete(`/v1/trash/${file.id}`);
 
     expect(res.status).toBe(204);
     expect(res.text).toBe('');
-    expect(await onDisk(env, key!)).toBe(false);
+    expect(await stored.exists(key!)).toBe(false);
     const row = await resourceRow(env, file.id);
     expect(row).toMatchObject({ storage_key: null, rev: 3 });
     expect(row.purged_at).not.toBeNull();
@@ -256,9 +274,9 @@ describe('DELETE /v1/trash/:id', () => {
 
     expect((await api.delete(`/v1/trash/${top}`)).status).toBe(204);
 
-    expect(await onDisk(env, keys[0]!)).toBe(false);
-    expect(await onDisk(env, keys[1]!)).toBe(false);
-    expect(await onDisk(env, keys[2]!)).toBe(true);
+    expect(await stored.exists(keys[0]!)).toBe(false);
+    expect(await stored.exists(keys[1]!)).toBe(false);
+    expect(await stored.exists(keys[2]!)).toBe(true);
     const changes = await changesSince(api, cursor);
     for (const id of [top, sub, a.id, b.id]) {
       expect((await resourceRow(env, id)).purged_at).not.toBeNull();

@@ -103,7 +103,7 @@ export class S3TusStore extends S3Store implements ResumableDataStore {
   async staged(id: string, size: number): Promise<StagedContent> {
     const key = `${TUS_PREFIX}${id}`;
     if (size === 0) {
-      await this.store.client.send(new PutObjectCommand({ Bucket: this.store.bucket, Key: this.store.objectKey(key), Body: '' }));
+      await this.store.client.send(new PutObjectCommand({ Bucket: this.store.bucket, Key: this.store.objectKey(key), Body: '', ContentLength: 0 }));
     }
     return { stagingKey: key, size, sha256: await this.digest(id, key, size) };
   }
