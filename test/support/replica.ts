@@ -156,7 +156,9 @@ export class Device {
     }
     this.cost.applied++;
     if (item.deviceId === this.deviceId) {
-      if (this.unheld.has(item.id)) this.cost.ownWithOthers++;
+      // An own deletion of a resource the replica still holds: it was not under what the device
+      // deleted as far as the device knew, so another device moved it there in between.
+      if (this.unheld.has(item.id) || item.deleted) this.cost.ownWithOthers++;
       else this.cost.wastedOwn++;
     }
     if (item.deleted) {
