@@ -52,8 +52,8 @@ export class InboxRepository {
    * statement's SELECT locks the device row before the row is written (the auto-increment id is
    * taken at the write), and the statement's own commit releases it: two batches of one device are
    * numbered and committed one after the other, so id order is acceptance order and commit order,
-   * and a worker that sees batch N also sees every earlier batch of the device. One round trip where
-   * a principal lookup, BEGIN, a locking read, the INSERT and COMMIT were five.
+   * and a worker that sees batch N also sees every earlier batch of the device. One round trip in
+   * all: no principal lookup, no BEGIN/COMMIT of a transaction of its own.
    */
   async accept(batch: NewBatch): Promise<string | undefined> {
     const [header] = (await this.db.raw(

@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
  * Content up to this size is held in memory from `stage` to `place` and written with one PutObject
  * under its content key, where staging it in the bucket would cost three round trips (PutObject of
  * the staging object, CopyObject into place, DeleteObject of the staging object). Larger content
- * streams to a staging object as before; the SDK's upload holds up to four 16 MiB parts of it in
+ * streams to a staging object; the SDK's upload holds up to four 16 MiB parts of it in
  * memory anyway, so this bound adds no new kind of memory use.
  */
 export const HELD_IN_MEMORY = 1024 * 1024;
