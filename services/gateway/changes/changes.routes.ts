@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { invalid } from '../../../shared/errors';
-import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import type { Change } from '../../../shared/protocol';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { queryString } from '../http/request';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Request } from 'express';
 import type { DavRepository } from '../../../shared/db/repositories/dav.repository';
-import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import type { Principal } from '../../../shared/db/repositories/user.repository';
 import { AppError, type ErrorCode } from '../../../shared/errors';
 import { newId } from '../../../shared/ids';

@@ -1,4 +1,4 @@
-import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import { DavError } from './dav.errors';
 import { isWithin, parentOf } from './dav.paths';
 import type { DavRequest } from './dav.request';

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { Request, Response } from 'express';
 import { AppError } from '../../../shared/errors';
-import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import type { ByteRange, ContentHandle } from '../../../shared/storage/content.store';
 import { reprDigest } from '../content/digest';
 

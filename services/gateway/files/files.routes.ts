@@ -1,7 +1,7 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import multer from 'multer';
 import { AppError, invalid, notFound } from '../../../shared/errors';
-import type { FileSortColumn } from '../../../shared/db/repositories/resource.repository';
+import type { FileSortColumn } from '../../../shared/db/repositories/resource.record';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, queryString, singleParam } from '../http/request';
 import { sha256FromHexField } from '../content/digest';

@@ -1,7 +1,8 @@
 import mime from 'mime-types';
 import type { ListedFile, ListingRepository } from '../../../shared/db/repositories/listing.repository';
 import type { ChangeAuthor, OwnerTransactions } from '../../../shared/db/owner.transaction';
-import type { FileSortColumn, PageResult, ResourceRecord, ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { FileSortColumn, PageResult, ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import { invalid, notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
 import { extensionOf, normalizeName } from '../../../shared/names';

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { toFileView, toFolderView, type FileView, type FolderView } from '../files/files.presenter';
 import { paging, singleParam } from '../http/request';

@@ -1,5 +1,6 @@
 import type { Upload } from '@tus/server';
-import type { ResourceRecord, ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import type { Principal } from '../../../shared/db/repositories/user.repository';
 import { invalid, notFound } from '../../../shared/errors';
 import type { UploadReservations } from '../../../shared/quota/upload.reservations';

@@ -1,5 +1,5 @@
 import { Router, type Request } from 'express';
-import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import type { VersionRecord } from '../../../shared/db/repositories/version.repository';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, singleParam } from '../http/request';
