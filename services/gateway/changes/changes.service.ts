@@ -3,6 +3,8 @@ import type { ResourceRecord } from '../../../shared/db/repositories/resource.re
 import type { ChangeHub } from './change.hub';
 import type { CursorCodec, FeedCursor } from './feed.cursor';
 
+export type { ResourceRecord };
+
 export interface FeedPage {
   items: ResourceRecord[];
   cursor: string;

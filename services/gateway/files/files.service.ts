@@ -13,6 +13,8 @@ import { ReservationRepository } from '../../../shared/db/repositories/reservati
 import type { UsageRepository } from '../../../shared/db/repositories/usage.repository';
 import { cannotFit, QuotaGuard, quotaExceeded, silentQuotaObserver, type QuotaObserver } from '../../../shared/quota/quota.guard';
 
+export type { FileSortColumn, ResourceRecord };
+
 /**
  * What a multipart body carries besides the file (boundaries, part headers, the small fields): a
  * body whose Content-Length exceeds the room by less than this may still hold a file that fits, so
@@ -199,7 +201,8 @@ export class FilesService {
     });
   }
 
-  private async requireFolder(userId: string, folderId: string): Promise<void> {
+  /** NOT_FOUND unless the caller has an active folder of that id. */
+  async requireFolder(userId: string, folderId: string): Promise<void> {
     if (!(await this.resources.findActive(userId, folderId, 'folder'))) throw notFound('no such folder');
   }
 }

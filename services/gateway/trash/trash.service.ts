@@ -5,6 +5,8 @@ import { notFound } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
 import type { TrashPurger } from '../../../shared/lifecycle/trash.purger';
 
+export type { ResourceRecord };
+
 const notInTrash = () => notFound('no such resource in the trash');
 
 /**

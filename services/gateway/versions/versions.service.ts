@@ -9,6 +9,8 @@ import { ContentNotFoundError } from '../../../shared/storage/content.store';
 import type { ContentService } from '../content/content.service';
 import type { ContentConditions } from '../content/preconditions';
 
+export type { ResourceRecord, VersionRecord };
+
 const noSuchVersion = () => notFound('no such version of this file');
 
 /**
