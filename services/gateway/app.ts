@@ -47,6 +47,7 @@ import { docsRoutes } from './ops/docs.routes';
 import { GatewayMetrics, recordMountPath } from './ops/gateway.metrics';
 import { healthRoutes } from './ops/health.routes';
 import { metricsRoutes } from './ops/metrics.routes';
+import { ReadinessService } from './ops/readiness.service';
 import { syncRoutes } from './sync/sync.routes';
 import type { BatchSubmitter } from './sync/batch.submitter';
 import { PermissionsService } from './sync/permissions.service';
@@ -196,7 +197,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     }) as RequestHandler,
   );
 
-  app.use(healthRoutes(db, sync, store));
+  app.use(healthRoutes(new ReadinessService(db, sync, store)));
   app.use(metricsRoutes(metrics.registry));
   app.use(docsRoutes());
   app.use(dashboardRoutes([...sync.queues, ...(deps.opsQueues ?? [])], adminGate.middleware()));
