@@ -27,6 +27,7 @@ import { AuthService } from './auth/auth.service';
 import { ConcurrencyLimiter } from './auth/limiter';
 import { PasswordHasher } from './auth/password.hasher';
 import { PrincipalCache } from './auth/principal.cache';
+import { PrincipalService } from './auth/principal.service';
 import { clientAddress, clientAndUsername, FailureLimit, RateLimits } from './auth/rate.limits';
 import { TokenService } from './auth/token.service';
 import type { ChangeHub } from './changes/change.hub';
@@ -46,6 +47,7 @@ import { docsRoutes } from './ops/docs.routes';
 import { GatewayMetrics, recordMountPath } from './ops/gateway.metrics';
 import { healthRoutes } from './ops/health.routes';
 import { metricsRoutes } from './ops/metrics.routes';
+import { ReadinessService } from './ops/readiness.service';
 import { syncRoutes } from './sync/sync.routes';
 import type { BatchSubmitter } from './sync/batch.submitter';
 import { PermissionsService } from './sync/permissions.service';
@@ -67,6 +69,7 @@ import { DavLockStore } from './dav/dav.locks';
 import { DAV_MOUNT } from './dav/dav.paths';
 import type { QuotaReader } from './dav/dav.request';
 import { davRouter } from './dav/dav.router';
+import { DavService } from './dav/dav.service';
 import { DavTree } from './dav/dav.tree';
 import { versionRoutes } from './versions/versions.routes';
 import { VersionsService } from './versions/versions.service';
@@ -118,7 +121,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const writer = new ContentWriter(owners, store, logger);
   const metrics = new GatewayMetrics(sync.queues);
   const usageRepo = new UsageRepository(db);
-  const quota = storageMetrics(metrics.registry, usageRepo);
+  const usage = new UsageService(usageRepo, users);
+  const quota = storageMetrics(metrics.registry, usage);
   const versionPolicy = { maxVersions: config.maxVersions, retentionMs: retentionMs(config.versionRetentionDays) };
   const files = new FilesService(owners, resources, writer, new ListingRepository(db), store, usageRepo, quota);
   const trashRepo = new TrashRepository(db);
@@ -128,14 +132,15 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const reservations = new UploadReservations(owners, new ReservationRepository(db), store, quota);
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const principals = new PrincipalCache(config.authCacheMs, config, config.queuePrefix, logger);
-  const authenticated = requireUser(tokens, users, principals);
-  const uploads = createUploads({ config, store, files, content, resources, reservations, authenticated, logger });
+  const principalService = new PrincipalService(users, principals);
+  const authenticated = requireUser(tokens, principalService);
+  const uploads = createUploads({ config, store, files, content, reservations, authenticated, logger });
   const limits = new RateLimits(config, config.queuePrefix, logger);
   const basicFailures = new FailureLimit(limits.store('admin-basic'), config.loginRateLimit, (err) =>
     logger.warn({ reason: err instanceof Error ? err.message : String(err) }, 'dashboard failure limit: Redis unavailable, not counted'),
   );
   // A verified Basic login is trusted for a minute: the dashboard sends it with every asset and poll.
-  const adminGate = new AdminGate(users, tokens, hasher, { cacheTtlMs: 60_000, failures: basicFailures });
+  const adminGate = new AdminGate(principalService, tokens, hasher, { cacheTtlMs: 60_000, failures: basicFailures });
   // The address limit comes first, so rotating usernames from one address cannot dodge it.
   const loginLimits = [
     limits.limit('login-address', config.loginAddressRateLimit, clientAddress, 'too many sign-in attempts from this address, retry later'),
@@ -144,9 +149,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const registerLimit = limits.limit('register', config.registerRateLimit, clientAddress, 'too many device registrations from this address, retry later');
 
   const appPasswords = new AppPasswordsService(new AppPasswordRepository(db), new AppPasswordSecrets(deps.jwtSecret), principals, logger);
-  const davRepo = new DavRepository(db);
+  const dav = new DavService(new DavRepository(db));
   const davLocks = new DavLockStore(config.redisUrl, config.queuePrefix, logger);
-  const usage = new UsageService(usageRepo, users);
   // RFC 4331's figures from the user's byte counters: what the quota leaves, none without a quota.
   const davQuota: QuotaReader = {
     figures: async (userId) => {
@@ -156,13 +160,12 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   };
   const davAuth = new DavAuthenticator({
     tokens,
-    users,
-    principals,
+    principals: principalService,
     appPasswords,
     addressFailures: new FailureLimit(limits.store('login-address'), config.loginAddressRateLimit),
     accountFailures: new FailureLimit(limits.store('login'), config.loginRateLimit),
   });
-  const davTree = new DavTree(davRepo, files, content, storage, sync, config.maxUploadBytes);
+  const davTree = new DavTree(dav, files, content, storage, sync, config.maxUploadBytes);
 
   const app = express();
   app.disable('x-powered-by');
@@ -194,20 +197,20 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     }) as RequestHandler,
   );
 
-  app.use(healthRoutes(db, sync, store));
+  app.use(healthRoutes(new ReadinessService(db, sync, store)));
   app.use(metricsRoutes(metrics.registry));
   app.use(docsRoutes());
   app.use(dashboardRoutes([...sync.queues, ...(deps.opsQueues ?? [])], adminGate.middleware()));
 
   // WebDAV bodies are raw content or XML, read by its own handlers: it comes before any body parser.
-  app.use(DAV_MOUNT, davRouter(davAuth, { tree: davTree, locks: davLocks, repo: davRepo, quota: davQuota }, logger));
+  app.use(DAV_MOUNT, davRouter(davAuth, { tree: davTree, locks: davLocks, dav, quota: davQuota }, logger));
 
   const v1 = express.Router();
   v1.use(recordMountPath);
   // Ahead of the body parser too, so a malformed sign-in counts as "invalid" rather than not at all.
   v1.use('/auth/login', metrics.loginOutcomes());
   // The sync batch is parsed by its own route without loss of 64-bit integers, so it comes first.
-  v1.use(syncRoutes(metrics.meterSync(sync), new PermissionsService(resources), { authenticated, token: requireToken(tokens, users) }));
+  v1.use(syncRoutes(metrics.meterSync(sync), new PermissionsService(resources), { authenticated, token: requireToken(tokens, principalService) }));
   v1.use(changeRoutes(feed, authenticated));
   // tus bodies are raw bytes, streamed by the library; no body parser may touch them.
   v1.use(uploads.router);

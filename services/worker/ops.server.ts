@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Worker } from 'bullmq';
 import type { Registry } from 'prom-client';
-import type { Db } from '../../shared/db/knex';
+import { databaseAnswers, type Db } from '../../shared/db/knex';
 import type { Logger } from '../../shared/logger';
 import { renderMetrics } from '../../shared/metrics';
 
@@ -26,10 +26,7 @@ export async function startOpsServer(
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(404, { error: { code: 'NOT_FOUND', message: 'no such route' } });
     if (path === '/healthz') return send(200, { status: 'ok' });
     if (path === '/readyz') {
-      const mysql = await db.raw('SELECT 1').then(
-        () => true,
-        () => false,
-      );
+      const mysql = await databaseAnswers(db);
       const redis = workers.every((w) => w.isRunning());
       if (mysql && redis) return send(200, { status: 'ready', mysql, redis });
       res.setHeader('Retry-After', '5');

@@ -93,3 +93,11 @@ export function createDb(url: string, pool: PoolOptions = {}): Db {
     acquireConnectionTimeout: pool.acquireTimeoutMs ?? 10000,
   });
 }
+
+/** Whether MySQL answers a trivial statement now (the readiness checks of the gateway and the worker). */
+export function databaseAnswers(db: Db): Promise<boolean> {
+  return db.raw('SELECT 1').then(
+    () => true,
+    () => false,
+  );
+}

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { newId } from '../ids';
-import type { ResourceRecord } from '../db/repositories/resource.repository';
+import type { ResourceRecord } from '../db/repositories/resource.record';
 import { VersionRepository, type DroppedVersion } from '../db/repositories/version.repository';
 
 /** How versions are kept: MAX_VERSIONS and VERSION_RETENTION_DAYS. */

@@ -5,6 +5,8 @@ import { AppError } from '../../shared/errors';
 import { newId } from '../../shared/ids';
 import { ConcurrencyLimiter } from '../../services/gateway/auth/limiter';
 import { PasswordHasher } from '../../services/gateway/auth/password.hasher';
+import { PrincipalCache } from '../../services/gateway/auth/principal.cache';
+import { PrincipalService } from '../../services/gateway/auth/principal.service';
 import { TokenService } from '../../services/gateway/auth/token.service';
 import { AdminGate } from '../../services/gateway/ops/dashboard.auth';
 import { FailureLimit, RateLimits } from '../../services/gateway/auth/rate.limits';
@@ -24,13 +26,14 @@ const ADMIN = { username: 'gate-admin', password: 'gate-admin-password' };
 
 let env: TestEnv;
 let users: UserRepository;
+let principals: PrincipalService;
 let hasher: CountingHasher;
 let clock: number;
 
 const request = (authorization: string, ip = '203.0.113.7') => ({ headers: { authorization }, ip }) as unknown as Request;
 const basic = (username: string, password: string) => `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
 let limits: RateLimits;
-const gate = (failures?: FailureLimit) => new AdminGate(users, new TokenService(JWT_SECRET), hasher, { cacheTtlMs: 60_000, failures, now: () => clock });
+const gate = (failures?: FailureLimit) => new AdminGate(principals, new TokenService(JWT_SECRET), hasher, { cacheTtlMs: 60_000, failures, now: () => clock });
 
 async function refusal(promise: Promise<unknown>): Promise<string> {
   try {
@@ -46,6 +49,8 @@ beforeAll(async () => {
   env = await createTestEnv();
   limits = new RateLimits(env.config.redisUrl, env.config.queuePrefix, createLogger('gateway', 'silent'));
   users = new UserRepository(env.db);
+  // The gate's lookups never use the cache; with a TTL of 0 it opens no Redis connection.
+  principals = new PrincipalService(users, new PrincipalCache(0, env.config, env.config.queuePrefix, createLogger('gateway', 'silent')));
   hasher = new CountingHasher(new ConcurrencyLimiter(2, 10_000));
   await users.insert({
     id: newId(),
@@ -143,7 +148,7 @@ test('with the failure store unreachable, Basic checks still work and still run 
 
 test('when the Argon2 limiter is saturated, a Basic check waits its turn and then gives up with SERVICE_UNAVAILABLE', async () => {
   const limiter = new ConcurrencyLimiter(1, 20);
-  const g = new AdminGate(users, new TokenService(JWT_SECRET), new CountingHasher(limiter), { cacheTtlMs: 60_000 });
+  const g = new AdminGate(principals, new TokenService(JWT_SECRET), new CountingHasher(limiter), { cacheTtlMs: 60_000 });
   // Work holding the only slot, as a sign-in would through the same limiter.
   let release!: () => void;
   const holder = limiter.run(() => new Promise<void>((resolve) => (release = resolve)));

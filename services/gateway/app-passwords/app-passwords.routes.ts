@@ -1,9 +1,8 @@
 import { Router } from 'express';
 import Joi from 'joi';
-import type { AppPasswordRecord } from '../../../shared/db/repositories/app-password.repository';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { singleParam, validateBody } from '../http/request';
-import type { AppPasswordsService } from './app-passwords.service';
+import type { AppPasswordRecord, AppPasswordsService } from './app-passwords.service';
 
 const createSchema = Joi.object({ name: Joi.string().min(1).max(100).required() });
 

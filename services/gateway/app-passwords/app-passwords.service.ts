@@ -6,6 +6,8 @@ import type { Logger } from '../../../shared/logger';
 import type { PrincipalCache } from '../auth/principal.cache';
 import type { AppPasswordSecrets } from './app-password.secret';
 
+export type { AppPasswordRecord };
+
 /** The platform recorded on the device of an app password. */
 export const APP_PASSWORD_PLATFORM = 'webdav';
 

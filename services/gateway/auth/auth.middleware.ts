@@ -1,7 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '../../../shared/errors';
-import type { Principal, UserRepository } from '../../../shared/db/repositories/user.repository';
-import type { PrincipalCache } from './principal.cache';
+import type { Principal, PrincipalService } from './principal.service';
 import type { TokenClaims, TokenService } from './token.service';
 
 declare module 'express-serve-static-core' {
@@ -27,17 +26,13 @@ export function bearerToken(req: Request): string | undefined {
  * verified every time; that its user and device exist is read from MySQL or, within AUTH_CACHE_MS
  * of the last read, from the cache (which a deleted account leaves at once).
  */
-export function requireUser(tokens: TokenService, users: UserRepository, cache: PrincipalCache): RequestHandler {
+export function requireUser(tokens: TokenService, principals: PrincipalService): RequestHandler {
   return async (req: Request, _res: Response, next: NextFunction) => {
     const token = bearerToken(req);
     if (!token) throw unauthorized();
     const claims = tokens.verify(token);
-    let principal = cache.get(claims.userId, claims.deviceId);
-    if (!principal) {
-      principal = await users.findPrincipal(claims.userId, claims.deviceId);
-      if (!principal) throw unauthorized();
-      cache.remember(principal);
-    }
+    const principal = await principals.current(claims.userId, claims.deviceId);
+    if (!principal) throw unauthorized();
     req.principal = principal;
     next();
   };
@@ -49,7 +44,7 @@ export function requireUser(tokens: TokenService, users: UserRepository, cache: 
  * lookup on its own, for that route's requests refused before their statement, so they are answered
  * 401 rather than 400 or 413 exactly as behind requireUser.
  */
-export function requireToken(tokens: TokenService, users: UserRepository) {
+export function requireToken(tokens: TokenService, principals: PrincipalService) {
   const verified: RequestHandler = (req, _res, next) => {
     const token = bearerToken(req);
     if (!token) throw unauthorized();
@@ -58,7 +53,7 @@ export function requireToken(tokens: TokenService, users: UserRepository) {
   };
   const confirm = async (req: Request): Promise<void> => {
     const claims = claimsOf(req);
-    if (!(await users.findPrincipal(claims.userId, claims.deviceId))) throw unauthorized();
+    if (!(await principals.lookup(claims.userId, claims.deviceId))) throw unauthorized();
   };
   return { verified, confirm };
 }

@@ -1,10 +1,9 @@
 import { Router } from 'express';
 import { invalid } from '../../../shared/errors';
-import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
 import type { Change } from '../../../shared/protocol';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { queryString } from '../http/request';
-import type { ChangesService } from './changes.service';
+import type { ChangesService, ResourceRecord } from './changes.service';
 
 export const FEED_DEFAULT_LIMIT = 500;
 export const FEED_MAX_LIMIT = 1000;

@@ -1,7 +1,9 @@
 import { FEED_START, type ChangeRepository } from '../../../shared/db/repositories/change.repository';
-import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import type { ChangeHub } from './change.hub';
 import type { CursorCodec, FeedCursor } from './feed.cursor';
+
+export type { ResourceRecord };
 
 export interface FeedPage {
   items: ResourceRecord[];

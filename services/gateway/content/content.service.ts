@@ -1,6 +1,7 @@
 import mime from 'mime-types';
 import { ReservationRepository } from '../../../shared/db/repositories/reservation.repository';
-import type { ContentChange, ResourceRecord, ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { ContentChange, ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import type { UsageRepository } from '../../../shared/db/repositories/usage.repository';
 import { invalid, notFound } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';

@@ -1,9 +1,8 @@
 import type { Request } from 'express';
-import type { Principal, UserRepository } from '../../../shared/db/repositories/user.repository';
 import { isAppError } from '../../../shared/errors';
 import type { AppPasswordsService } from '../app-passwords/app-passwords.service';
 import { bearerToken } from '../auth/auth.middleware';
-import type { PrincipalCache } from '../auth/principal.cache';
+import type { Principal, PrincipalService } from '../auth/principal.service';
 import { clientAddress, type FailureLimit } from '../auth/rate.limits';
 import type { TokenService } from '../auth/token.service';
 import { DavError } from './dav.errors';
@@ -13,8 +12,7 @@ export const DAV_REALM = 'filesync';
 
 export interface DavAuthOptions {
   tokens: TokenService;
-  users: UserRepository;
-  principals: PrincipalCache;
+  principals: PrincipalService;
   appPasswords: AppPasswordsService;
   /** The login limits, counted in the same Redis keys as `POST /auth/login`: per address, per address and username. */
   addressFailures: FailureLimit;
@@ -63,13 +61,8 @@ export class DavAuthenticator {
     } catch {
       throw unauthorized('missing or invalid token');
     }
-    const { principals, users } = this.options;
-    let principal = principals.get(claims.userId, claims.deviceId);
-    if (!principal) {
-      principal = await users.findPrincipal(claims.userId, claims.deviceId);
-      if (!principal) throw unauthorized('missing or invalid token');
-      principals.remember(principal);
-    }
+    const principal = await this.options.principals.current(claims.userId, claims.deviceId);
+    if (!principal) throw unauthorized('missing or invalid token');
     return principal;
   }
 }

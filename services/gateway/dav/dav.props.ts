@@ -1,4 +1,4 @@
-import type { DeadProperty } from '../../../shared/db/repositories/dav.repository';
+import type { DeadProperty } from './dav.service';
 import { statusLine } from './dav.errors';
 import { locksCovering, type DavLock } from './dav.locks';
 import { hrefOf } from './dav.paths';

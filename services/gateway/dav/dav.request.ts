@@ -1,10 +1,10 @@
 import type { Request, Response } from 'express';
-import type { DavRepository } from '../../../shared/db/repositories/dav.repository';
-import type { Principal } from '../../../shared/db/repositories/user.repository';
+import type { Principal } from '../auth/principal.service';
 import { DavError } from './dav.errors';
 import { locksCovering, type DavLock, type DavLockStore } from './dav.locks';
 import { isWithin, parseDavPath, parseDestination, type DavPath } from './dav.paths';
 import { etagOf, type QuotaFigures } from './dav.props';
+import type { DavService } from './dav.service';
 import type { DavTree, Resolved, Writer } from './dav.tree';
 import { parseIfHeader, sameEtag, submittedTokens, type IfList } from './if.header';
 
@@ -16,7 +16,7 @@ export interface QuotaReader {
 export interface DavServices {
   tree: DavTree;
   locks: DavLockStore;
-  repo: DavRepository;
+  dav: DavService;
   quota: QuotaReader;
 }
 

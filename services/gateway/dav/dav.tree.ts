@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Request } from 'express';
-import type { DavRepository } from '../../../shared/db/repositories/dav.repository';
-import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
-import type { Principal } from '../../../shared/db/repositories/user.repository';
+import type { Principal } from '../auth/principal.service';
 import { AppError, type ErrorCode } from '../../../shared/errors';
 import { newId } from '../../../shared/ids';
 import type { ContentService } from '../content/content.service';
@@ -11,6 +9,7 @@ import type { FilesService } from '../files/files.service';
 import type { UploadStaging } from '../uploads/upload.staging';
 import type { BatchSubmitter } from '../sync/batch.submitter';
 import type { DavPath } from './dav.paths';
+import type { DavService, ResourceRecord } from './dav.service';
 
 /** A resource of the tree, or its root (a collection that is no resource of the API). */
 export type DavNode = { kind: 'root' } | { kind: 'resource'; record: ResourceRecord };
@@ -47,7 +46,7 @@ const opId = (): string => (randomBytes(8).readBigUInt64BE() >> 1n).toString();
  */
 export class DavTree {
   constructor(
-    private readonly repo: DavRepository,
+    private readonly dav: DavService,
     private readonly files: FilesService,
     private readonly content: ContentService,
     private readonly storage: UploadStaging,
@@ -60,7 +59,7 @@ export class DavTree {
     const { segments } = path;
     for (let i = 0; i < segments.length; i++) {
       if (!isCollection(current)) return { path };
-      const found = await this.repo.child(userId, folderIdOf(current), segments[i]!);
+      const found = await this.dav.child(userId, folderIdOf(current), segments[i]!);
       if (!found) return i === segments.length - 1 ? { path, parent: current } : { path };
       if (i === segments.length - 1) return { path, node: { kind: 'resource', record: found }, parent: current };
       current = { kind: 'resource', record: found };
@@ -70,7 +69,7 @@ export class DavTree {
 
   /** A page of a folder's members, folders first, by name. */
   members(userId: string, folderId: string | null, after: ResourceRecord | null, limit: number): Promise<ResourceRecord[]> {
-    return this.repo.members(userId, folderId, after ? { type: after.type, name: after.name, id: after.id } : null, limit);
+    return this.dav.members(userId, folderId, after, limit);
   }
 
   async createFolder(writer: Writer, parentId: string | null, name: string): Promise<string> {
@@ -142,7 +141,7 @@ export class DavTree {
       });
       id = copy.id;
     }
-    await this.repo.copyProperties(userId, source.id, id);
+    await this.dav.copyProperties(userId, source.id, id);
     return id;
   }
 

@@ -1,7 +1,7 @@
-import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
 import { DavError } from './dav.errors';
 import { isWithin, parentOf } from './dav.paths';
 import type { DavRequest } from './dav.request';
+import type { ResourceRecord } from './dav.service';
 import { folderIdOf, isCollection, type DavNode, type Writer } from './dav.tree';
 
 const PAGE = 500;
@@ -81,7 +81,7 @@ export async function copyOrMove(r: DavRequest, move: boolean): Promise<void> {
 /** Copies a resource, and a collection's members when `deep`, one page of members at a time. */
 async function copyTree(r: DavRequest, node: DavNode, parentId: string | null, name: string, deep: boolean): Promise<void> {
   if (node.kind === 'root') return;
-  const { tree, repo } = r.services;
+  const { tree, dav } = r.services;
   const writer: Writer = r.writer;
   const record = node.record;
   if (record.type === 'file') {
@@ -89,7 +89,7 @@ async function copyTree(r: DavRequest, node: DavNode, parentId: string | null, n
     return;
   }
   const folderId = await tree.createFolder(writer, parentId, name);
-  await repo.copyProperties(r.userId, record.id, folderId);
+  await dav.copyProperties(r.userId, record.id, folderId);
   if (!deep) return;
   let after: ResourceRecord | null = null;
   for (;;) {

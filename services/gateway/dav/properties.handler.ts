@@ -1,9 +1,9 @@
 import { once } from 'node:events';
-import type { DeadProperty } from '../../../shared/db/repositories/dav.repository';
 import { DavError, statusLine } from './dav.errors';
 import { hrefOf } from './dav.paths';
 import { isLiveProperty, propResponse, type PropContext, type PropName, type PropRequest } from './dav.props';
 import type { DavRequest } from './dav.request';
+import type { DeadProperty } from './dav.service';
 import { folderIdOf, isCollection, type DavNode } from './dav.tree';
 import { child, dav, DAV_NS, elements, named, parseXml, readBody, ROOT_NAMESPACES, serialize, x, type XmlElement, type XNode } from './dav.xml';
 
@@ -43,10 +43,10 @@ export async function propfind(r: DavRequest): Promise<void> {
   const request = parsePropfind(parseXml(await readBody(r.req)));
   const target = await r.resolve();
   if (!target.node) throw new DavError(404, 'nothing at this path');
-  const { repo, quota } = r.services;
+  const { quota } = r.services;
   const ctx: PropContext = { locks: await r.locks(), quota: wantsQuota(request) ? await quota.figures(r.userId) : undefined };
   const dead = wantsDead(request);
-  const ownDead = dead && target.node.kind === 'resource' ? await repo.properties(r.userId, target.node.record.id) : [];
+  const ownDead = dead && target.node.kind === 'resource' ? await r.services.dav.properties(r.userId, target.node.record.id) : [];
 
   const { res } = r;
   res.status(207).setHeader('Content-Type', 'application/xml; charset=utf-8');
@@ -61,7 +61,7 @@ export async function propfind(r: DavRequest): Promise<void> {
       if (res.destroyed) return;
       const page = await r.services.tree.members(r.userId, folderId, after, PAGE);
       if (page.length === 0) break;
-      const props = dead ? await repo.propertiesOf(r.userId, page.map((m) => m.id)) : new Map<string, DeadProperty[]>();
+      const props = dead ? await r.services.dav.propertiesOf(r.userId, page.map((m) => m.id)) : new Map<string, DeadProperty[]>();
       const chunk = page.map((m) => serialize(propResponse([...target.path.segments, m.name], { kind: 'resource', record: m }, request, props.get(m.id) ?? [], ctx)));
       await write(chunk.join(''));
       if (page.length < PAGE) break;
@@ -106,7 +106,7 @@ export async function proppatch(r: DavRequest): Promise<void> {
     for (const op of ops) final.set(`${op.element.ns} ${op.element.local}`, op);
     const set = [...final.values()].filter((o) => o.set).map((o) => ({ namespace: o.element.ns, localName: o.element.local, value: JSON.stringify(o.element) }));
     const remove = [...final.values()].filter((o) => !o.set).map((o) => ({ namespace: o.element.ns, localName: o.element.local }));
-    await r.services.repo.patch(r.userId, target.node.record.id, set, remove);
+    await r.services.dav.patchProperties(r.userId, target.node.record.id, set, remove);
   }
   sendPatchResult(r, target.path.segments, target.node, ops, failures);
 }

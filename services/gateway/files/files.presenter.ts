@@ -1,4 +1,4 @@
-import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRecord } from './files.service';
 
 export interface FileView {
   id: string;

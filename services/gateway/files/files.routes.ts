@@ -1,7 +1,6 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import multer from 'multer';
 import { AppError, invalid, notFound } from '../../../shared/errors';
-import type { FileSortColumn } from '../../../shared/db/repositories/resource.repository';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, queryString, singleParam } from '../http/request';
 import { sha256FromHexField } from '../content/digest';
@@ -9,7 +8,7 @@ import type { StagedContent } from '../../../shared/storage/content.store';
 import type { UploadStaging } from '../uploads/upload.staging';
 import { contentEtag, notModified, sendContent, setContentHeaders } from './content.download';
 import { toFileView, toFolderView } from './files.presenter';
-import { optionalResourceId, type FilesService } from './files.service';
+import { optionalResourceId, type FileSortColumn, type FilesService } from './files.service';
 import { feedNotingFileType, fileNameIsUtf8, fileTypeDeclared } from './part.headers';
 import { discardRest as refuseUnread } from '../content/content.routes';
 

@@ -1,7 +1,8 @@
 import mime from 'mime-types';
 import type { ListedFile, ListingRepository } from '../../../shared/db/repositories/listing.repository';
 import type { ChangeAuthor, OwnerTransactions } from '../../../shared/db/owner.transaction';
-import type { FileSortColumn, PageResult, ResourceRecord, ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { FileSortColumn, PageResult, ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import { invalid, notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
 import { extensionOf, normalizeName } from '../../../shared/names';
@@ -11,6 +12,8 @@ import type { ContentWriter } from '../../../shared/storage/content.writer';
 import { ReservationRepository } from '../../../shared/db/repositories/reservation.repository';
 import type { UsageRepository } from '../../../shared/db/repositories/usage.repository';
 import { cannotFit, QuotaGuard, quotaExceeded, silentQuotaObserver, type QuotaObserver } from '../../../shared/quota/quota.guard';
+
+export type { FileSortColumn, ResourceRecord };
 
 /**
  * What a multipart body carries besides the file (boundaries, part headers, the small fields): a
@@ -198,7 +201,8 @@ export class FilesService {
     });
   }
 
-  private async requireFolder(userId: string, folderId: string): Promise<void> {
+  /** NOT_FOUND unless the caller has an active folder of that id. */
+  async requireFolder(userId: string, folderId: string): Promise<void> {
     if (!(await this.resources.findActive(userId, folderId, 'folder'))) throw notFound('no such folder');
   }
 }

@@ -1,9 +1,9 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import { AppError, isAppError } from '../../../shared/errors';
-import type { UserRepository } from '../../../shared/db/repositories/user.repository';
 import { bearerToken } from '../auth/auth.middleware';
 import type { PasswordHasher } from '../auth/password.hasher';
+import type { PrincipalService } from '../auth/principal.service';
 import { clientAddress, type FailureLimit } from '../auth/rate.limits';
 import type { TokenService } from '../auth/token.service';
 import { basicCredentials } from '../auth/basic.credentials';
@@ -46,7 +46,7 @@ export class AdminGate {
   private readonly now: () => number;
 
   constructor(
-    private readonly users: UserRepository,
+    private readonly principals: Pick<PrincipalService, 'lookup' | 'account'>,
     private readonly tokens: TokenService,
     private readonly hasher: PasswordHasher,
     private readonly options: AdminGateOptions,
@@ -79,13 +79,13 @@ export class AdminGate {
     const token = bearerToken(req);
     if (!token) throw unauthorized();
     const claims = this.tokens.verify(token);
-    const principal = await this.users.findPrincipal(claims.userId, claims.deviceId);
+    const principal = await this.principals.lookup(claims.userId, claims.deviceId);
     if (!principal) throw unauthorized();
     if (!principal.isAdmin) throw forbidden();
   }
 
   private async admitBasic(username: string, password: string, client: string): Promise<void> {
-    const user = await this.users.findByUsername(username);
+    const user = await this.principals.account(username);
     const key = createHmac('sha256', this.cacheKey).update(`${username}:${password}`).digest('base64url');
     const cached = this.verified.get(key);
     const active = user && user.deletedAt === null ? user : undefined;

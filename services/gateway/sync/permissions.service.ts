@@ -1,4 +1,5 @@
-import type { ResourceRepository, SnapshotEntry } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { SnapshotEntry } from '../../../shared/db/repositories/resource.record';
 
 export const SNAPSHOT_LIMIT = 10000;
 

@@ -1,9 +1,8 @@
 import { Router } from 'express';
-import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { toFileView, toFolderView, type FileView, type FolderView } from '../files/files.presenter';
 import { paging, singleParam } from '../http/request';
-import type { TrashService } from './trash.service';
+import type { ResourceRecord, TrashService } from './trash.service';
 
 export type TrashItemView = (FileView | FolderView) & { type: 'file' | 'folder'; deletedAt: string };
 

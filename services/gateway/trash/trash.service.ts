@@ -1,9 +1,11 @@
 import type { ChangeAuthor, OwnerTransactions } from '../../../shared/db/owner.transaction';
-import type { PageResult, ResourceRecord } from '../../../shared/db/repositories/resource.repository';
+import type { PageResult, ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import type { TrashRepository } from '../../../shared/db/repositories/trash.repository';
 import { notFound } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
 import type { TrashPurger } from '../../../shared/lifecycle/trash.purger';
+
+export type { ResourceRecord };
 
 const notInTrash = () => notFound('no such resource in the trash');
 

@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import { ERRORS, Metadata, Server, type Locker, type Upload } from '@tus/server';
-import type { Principal } from '../../../shared/db/repositories/user.repository';
+import type { Principal } from '../auth/principal.service';
 import { isAppError } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
 import type { Logger } from '../../../shared/logger';

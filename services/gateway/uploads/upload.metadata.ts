@@ -1,7 +1,7 @@
 import { invalid } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
 import { normalizeName } from '../../../shared/names';
-import type { Principal } from '../../../shared/db/repositories/user.repository';
+import type { Principal } from '../auth/principal.service';
 
 type Metadata = Record<string, string | null> | undefined;
 

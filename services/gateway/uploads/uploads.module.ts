@@ -1,6 +1,5 @@
 import type { RequestHandler, Router } from 'express';
 import type { Config } from '../../../shared/config';
-import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
 import type { Logger } from '../../../shared/logger';
 import type { UploadReservations } from '../../../shared/quota/upload.reservations';
 import type { ContentStore } from '../../../shared/storage/content.store';
@@ -27,7 +26,6 @@ export function createUploads(deps: {
   store: ContentStore;
   files: FileTarget;
   content: ContentTarget;
-  resources: ResourceRepository;
   reservations: UploadReservations;
   authenticated: RequestHandler;
   logger: Logger;
@@ -45,7 +43,7 @@ export function createUploads(deps: {
     if (owner) await open.release(owner.userId, id);
   });
   const locker = new RedisLocker({ redis: config, prefix: config.queuePrefix }, logger);
-  const service = new UploadsService(store, deps.files, deps.content, deps.resources, open, deps.reservations);
+  const service = new UploadsService(store, deps.files, deps.content, open, deps.reservations);
   const tus = buildTusServer({ store, locker, uploads: service, maxUploadBytes: config.maxUploadBytes, logger });
   return {
     router: uploadRoutes(tus, deps.authenticated),

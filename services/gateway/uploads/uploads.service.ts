@@ -1,6 +1,6 @@
 import type { Upload } from '@tus/server';
-import type { ResourceRecord, ResourceRepository } from '../../../shared/db/repositories/resource.repository';
-import type { Principal } from '../../../shared/db/repositories/user.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
+import type { Principal } from '../auth/principal.service';
 import { invalid, notFound } from '../../../shared/errors';
 import type { UploadReservations } from '../../../shared/quota/upload.reservations';
 import type { ResumableDataStore } from '../../../shared/storage/content.store';
@@ -9,8 +9,8 @@ import type { FilesService, UploadInput } from '../files/files.service';
 import type { OpenUploads } from './open.uploads';
 import { clientMetadata, ownerOf, parseUploadRequest, preconditionsOf, storedMetadata, type Preconditions, type UploadOwner } from './upload.metadata';
 
-/** File creation as POST /files does it. */
-export type FileTarget = Pick<FilesService, 'upload'>;
+/** File creation as POST /files does it, with its early check of the folder. */
+export type FileTarget = Pick<FilesService, 'upload' | 'requireFolder'>;
 
 /** Content replacement as PUT /files/:id/content does it, with its early checks. */
 export type ContentTarget = Pick<ContentService, 'replaceContent' | 'checkBeforeUpload'>;
@@ -24,7 +24,6 @@ export class UploadsService {
     private readonly store: ResumableDataStore,
     private readonly files: FileTarget,
     private readonly content: ContentTarget,
-    private readonly resources: ResourceRepository,
     private readonly open: Pick<OpenUploads, 'admit' | 'release'>,
     private readonly reservations: UploadReservations,
   ) {}
@@ -43,7 +42,7 @@ export class UploadsService {
     if (request.fileId !== undefined) {
       await this.content.checkBeforeUpload(principal.userId, request.fileId, conditions);
     } else if (request.folderId !== null) {
-      if (!(await this.resources.findActive(principal.userId, request.folderId, 'folder'))) throw notFound('no such folder');
+      await this.files.requireFolder(principal.userId, request.folderId);
     }
     await this.open.admit(principal.userId, upload.id);
     // Last: the Upload-Length is held in the quota from now until the upload ends (507 when it does

@@ -1,13 +1,14 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { USAGE_KINDS, type UsageRepository } from '../../../shared/db/repositories/usage.repository';
+import { USAGE_KINDS } from '../../../shared/db/repositories/usage.repository';
 import type { QuotaObserver, QuotaRefusal } from '../../../shared/quota/quota.guard';
+import type { UsageService } from './usage.service';
 
 /**
  * Storage metrics: bytes stored by all users together per kind (read from the counters at scrape
  * time), and writes refused for the quota per reason. No per-user label: one series per user would
  * grow without bound.
  */
-export function storageMetrics(registry: Registry, usage: UsageRepository): QuotaObserver {
+export function storageMetrics(registry: Registry, usage: Pick<UsageService, 'totals'>): QuotaObserver {
   new Gauge({
     name: 'filesync_stored_bytes',
     help: 'Bytes stored by all users together, by kind: files, trash, versions, uploads (reserved by unfinished resumable uploads)',

@@ -1,4 +1,4 @@
-import type { UsageRepository } from '../../../shared/db/repositories/usage.repository';
+import type { ByteCounts, UsageRepository } from '../../../shared/db/repositories/usage.repository';
 import { usedBytes } from '../../../shared/db/repositories/usage.repository';
 import type { UserRecord, UserRepository } from '../../../shared/db/repositories/user.repository';
 import { notFound } from '../../../shared/errors';
@@ -35,6 +35,11 @@ export class UsageService {
       versionsBytes: u.versions,
       uploadsBytes: u.uploads,
     };
+  }
+
+  /** Bytes stored by all users together, per kind (the storage metrics). */
+  totals(): Promise<ByteCounts> {
+    return this.usage.totals();
   }
 
   /**

@@ -1,11 +1,10 @@
 import { Router } from 'express';
 import Joi from 'joi';
 import { invalid } from '../../../shared/errors';
-import type { UserRecord } from '../../../shared/db/repositories/user.repository';
 import type { UsageService } from '../usage/usage.service';
 import { principalOf, requireAdmin, type requireUser } from '../auth/auth.middleware';
 import { queryString, singleParam, validateBody } from '../http/request';
-import type { UsersService } from './users.service';
+import type { UserRecord, UsersService } from './users.service';
 
 export const USERNAME = Joi.string().pattern(/^[A-Za-z0-9._-]{3,64}$/).messages({
   'string.pattern.base': '"username" must be 3 to 64 characters of letters, digits, ".", "_" and "-"',

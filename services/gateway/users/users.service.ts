@@ -3,6 +3,8 @@ import { isId, newId } from '../../../shared/ids';
 import type { UserRecord, UserRepository } from '../../../shared/db/repositories/user.repository';
 import type { PasswordHasher } from '../auth/password.hasher';
 
+export type { UserRecord };
+
 /** What creating a user needs; the password is hashed here, never stored. */
 export interface NewAccount {
   username: string;

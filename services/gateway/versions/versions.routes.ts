@@ -1,11 +1,9 @@
 import { Router, type Request } from 'express';
-import type { ResourceRecord } from '../../../shared/db/repositories/resource.repository';
-import type { VersionRecord } from '../../../shared/db/repositories/version.repository';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, singleParam } from '../http/request';
 import { toFileView } from '../files/files.presenter';
 import { contentEtag, notModified, sendContent, setContentHeaders } from '../files/content.download';
-import type { VersionsService } from './versions.service';
+import type { ResourceRecord, VersionRecord, VersionsService } from './versions.service';
 
 export interface VersionView {
   id: string;

@@ -1,5 +1,6 @@
 import { NO_DEVICE, type OwnerTransactions } from '../../../shared/db/owner.transaction';
-import type { PageResult, ResourceRecord, ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { PageResult, ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import type { VersionRecord, VersionRepository } from '../../../shared/db/repositories/version.repository';
 import { notFound } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
@@ -7,6 +8,8 @@ import type { ContentHandle, ContentStore } from '../../../shared/storage/conten
 import { ContentNotFoundError } from '../../../shared/storage/content.store';
 import type { ContentService } from '../content/content.service';
 import type { ContentConditions } from '../content/preconditions';
+
+export type { ResourceRecord, VersionRecord };
 
 const noSuchVersion = () => notFound('no such version of this file');
 

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import { ResourceRepository, type ResourceState } from './resource.repository';
+import { ResourceRepository } from './resource.repository';
+import type { ResourceState, ResourceType } from './resource.record';
 import { TraceRepository } from './trace.repository';
-import type { ResourceType } from './resource.repository';
 
 /** Up to this many opIds and resource ids, both reads go in one statement. */
 const ONE_STATEMENT = 500;

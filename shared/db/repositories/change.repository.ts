@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { COLUMNS, toRecord, type ResourceRecord, type ResourceRow } from './resource.repository';
+import { COLUMNS, toRecord, type ResourceRecord, type ResourceRow } from './resource.record';
 
 /** A place in one owner's change feed: after the change at `seq`, resource `id`. */
 export interface FeedPosition {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import { COLUMNS, toRecord, type ResourceRecord, type ResourceRow } from './resource.repository';
+import { COLUMNS, toRecord, type ResourceRecord, type ResourceRow } from './resource.record';
 
 /** A dead property: its namespace, local name and the element as stored (JSON, see dav.xml.ts). */
 export interface DeadProperty {

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { CountersRepository } from '../derived/counters.repository';
-import { COLUMNS, toRecord, type FileSortColumn, type ListQuery, type PageResult, type ResourceRecord, type ResourceRow } from './resource.repository';
+import { COLUMNS, toRecord, type FileSortColumn, type ListQuery, type PageResult, type ResourceRecord, type ResourceRow } from './resource.record';
 import { NAME_MATCHES, SearchIndexRepository, type SqlSource } from '../derived/search-index.repository';
 
 /** Escapes LIKE wildcards with '!' so that '%', '_' and '\' in a search are literal characters. */

@@ -5,7 +5,7 @@ import { changeColumns, type ChangeStamp } from '../owner.transaction';
 import { UsageLedger } from '../derived/usage.ledger';
 import { UsageRepository } from './usage.repository';
 import { VersionRepository } from './version.repository';
-import { COLUMNS, toRecord, type PageResult, type ResourceRecord, type ResourceRow } from './resource.repository';
+import { COLUMNS, toRecord, type PageResult, type ResourceRecord, type ResourceRow } from './resource.record';
 
 /** Longest IN list sent in one statement. */
 const CHUNK = 1000;

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { PageResult } from './resource.repository';
+import type { PageResult } from './resource.record';
 import { UsageLedger } from '../derived/usage.ledger';
 
 /** Longest IN list sent in one statement. */
