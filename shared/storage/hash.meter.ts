@@ -9,10 +9,7 @@ import { AppError } from '../errors';
  */
 export class HashMeter extends Transform {
   private readonly hash = createHash('sha256');
-  /**
-   * Bytes that passed so far. Not named `size`: the S3 SDK's upload takes a body's `size` for the
-   * length of the whole body, and the meter is handed to it as the body.
-   */
+  /** Bytes that passed so far. */
   received = 0;
 
   constructor(private readonly maxBytes: number) {

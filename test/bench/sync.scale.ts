@@ -7,7 +7,7 @@ import { figure, fmt, type Figure, type ScenarioReport } from './stats';
 import { closedLoops } from './sync.paths';
 
 /** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
-async function cpuSeconds(pid: number): Promise<number> {
+export async function cpuSeconds(pid: number): Promise<number> {
   const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name; 100 ticks a second on Linux.

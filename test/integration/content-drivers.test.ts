@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { ContentRepository } from '../../shared/db/repositories/content.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
@@ -100,6 +101,21 @@ describe.each(['local', 's3'] as const)('content on the %s driver', (driver) => 
     const after = (await keys()).filter((k) => !before.includes(k));
     // Only the small file's own content is new.
     expect(after.filter((k) => k.startsWith('.staging/'))).toEqual([]);
+    expect(await openMultipartUploads()).toBe(0);
+  });
+
+  test('a stage cut off after a part went out, or passing the limit there, leaves neither an object nor a multipart upload', async () => {
+    const before = await keys();
+    const cutOff = Readable.from(
+      (async function* () {
+        yield randomBytes(PART_SIZE + 1024 * 1024);
+        throw new Error('client gone');
+      })(),
+    );
+    await expect(store.stage(cutOff, { maxBytes: LIMIT })).rejects.toThrow('client gone');
+    const tooLarge = Readable.from([randomBytes(PART_SIZE), randomBytes(LIMIT - PART_SIZE + 1)]);
+    await expect(store.stage(tooLarge, { maxBytes: LIMIT })).rejects.toMatchObject({ code: 'FILE_TOO_LARGE' });
+    expect((await keys()).filter((k) => !before.includes(k))).toEqual([]);
     expect(await openMultipartUploads()).toBe(0);
   });
 

@@ -1,20 +1,21 @@
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 
 /**
  * Content up to this size is held in memory from `stage` to `place` and written with one PutObject
  * under its content key, where staging it in the bucket would cost three round trips (PutObject of
  * the staging object, CopyObject into place, DeleteObject of the staging object). Larger content
- * streams to a staging object; the SDK's upload holds up to four 16 MiB parts of it in
- * memory anyway, so this bound adds no new kind of memory use.
+ * streams to a staging object in parts (s3.multipart.ts) that are held in memory anyway, so
+ * this bound adds no new kind of memory use.
  */
 export const HELD_IN_MEMORY = 1024 * 1024;
 
 /**
  * Reads `body` until it ends or passes `limit` bytes: `whole` holds every byte of a body that ended
- * within the limit; otherwise `rest` streams the bytes read so far followed by the remainder, for the
- * SDK's streamed upload. A failure of `body` rejects (whole) or fails `rest`.
+ * within the limit; otherwise `rest` yields the chunks read so far followed by the remainder. A
+ * failure of `body` rejects (whole) or fails the iteration of `rest`; leaving that iteration early
+ * ends the reading of `body`.
  */
-export async function readUpTo(body: Readable, limit: number): Promise<{ whole: Buffer } | { rest: Readable }> {
+export async function readUpTo(body: Readable, limit: number): Promise<{ whole: Buffer } | { rest: AsyncIterable<Buffer> }> {
   const reader = body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   const head: Buffer[] = [];
   let bytes = 0;
@@ -26,15 +27,16 @@ export async function readUpTo(body: Readable, limit: number): Promise<{ whole: 
     if (bytes > limit) break;
   }
   async function* remainder(): AsyncGenerator<Buffer> {
-    yield* head;
-    for (;;) {
-      const next = await reader.next();
-      if (next.done) return;
-      yield next.value;
+    try {
+      yield* head.splice(0);
+      for (;;) {
+        const next = await reader.next();
+        if (next.done) return;
+        yield next.value;
+      }
+    } finally {
+      await reader.return?.();
     }
   }
-  // The destroy of `rest` (an aborted upload) reaches the body through the iterator's return.
-  const rest = Readable.from(remainder(), { objectMode: false });
-  rest.once('close', () => void reader.return?.());
-  return { rest };
+  return { rest: remainder() };
 }

@@ -5,18 +5,14 @@ import {
   CreateBucketCommand,
   DeleteObjectCommand,
   GetObjectCommand,
-  HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import type { S3Config } from '../../config';
 import { newId } from '../../ids';
 import {
-  ContentNotFoundError,
   STAGING_PREFIX,
-  type ByteRange,
   type ContentHandle,
   type ContentStore,
   type ResumableDataStore,
@@ -28,22 +24,15 @@ import {
 import { HashMeter } from '../hash.meter';
 import { createS3Client, isNotFound, statusOf } from './s3.client';
 import { listMultipartUploads, listObjects, type MultipartUpload } from './s3.listing';
+import { PartBuffers, putChunks } from './s3.multipart';
+import { S3Reads } from './s3.reads';
 import { HELD_IN_MEMORY, readUpTo } from './s3.staging';
 import { S3TusStore, TUS_PREFIX } from './s3.tus-store';
 
 /** The marker object, beside the content under the prefix (the local driver's marker file). */
 export const MARKER_KEY = '.filesync-store';
 
-/**
- * Streamed uploads go out in parts of this size, a few at once: a content smaller than one part is
- * one PutObject, a larger one a multipart upload. At most PART_SIZE x PARTS_IN_FLIGHT bytes of an
- * upload are in memory, whatever its size.
- */
-export const PART_SIZE = 16 * 1024 * 1024;
-const PARTS_IN_FLIGHT = 4;
-
-/** Size and ETag of content keys read recently; the oldest are dropped first. */
-const HEAD_CACHE_ENTRIES = 10_000;
+export { PART_SIZE } from './s3.multipart';
 
 /** CopyObject copies at most 5 GiB in one request. */
 const MAX_SINGLE_COPY = 5 * 1024 ** 3;
@@ -58,17 +47,16 @@ const MAX_SINGLE_COPY = 5 * 1024 ** 3;
 export class S3ContentStore implements ContentStore {
   readonly client: S3Client;
   private tus: S3TusStore | undefined;
-  /**
-   * A content key is never written twice (a replacement gets a new key), so what a HEAD said of it
-   * holds until it is removed: reads of a key seen before skip that round trip. The GET is still
-   * pinned to the ETag, so a stale entry can only make a read fail, never serve other bytes.
-   */
-  private readonly heads = new Map<string, { size: number; etag: string | undefined; modifiedAt: Date }>();
   /** Staged content small enough to be held in memory until it is placed or discarded (s3.staging.ts). */
   private readonly held = new Map<string, Buffer>();
+  /** Part buffers of streamed stages, reused from one upload to the next (s3.multipart.ts). */
+  private readonly partBuffers = new PartBuffers();
+  /** HEADs, cached, and GETs pinned to an ETag (s3.reads.ts). */
+  private readonly reads: S3Reads;
 
   constructor(readonly config: S3Config) {
     this.client = createS3Client(config);
+    this.reads = new S3Reads(this.client, config.bucket);
   }
 
   get location(): string {
@@ -105,26 +93,20 @@ export class S3ContentStore implements ContentStore {
     // The source's failure (a client gone, a limit) fails the meter, and so the read or the upload,
     // which then aborts its multipart upload.
     pipeline(source, meter, () => undefined);
-    let upload: Upload | undefined;
+    let started = false;
     try {
       const read = await readUpTo(meter, HELD_IN_MEMORY);
       if ('whole' in read) {
         this.held.set(stagingKey, read.whole);
         return { stagingKey, size: meter.received, sha256: meter.digest() };
       }
-      upload = new Upload({
-        client: this.client,
-        params: { Bucket: this.bucket, Key: this.objectKey(stagingKey), Body: read.rest },
-        partSize: PART_SIZE,
-        queueSize: PARTS_IN_FLIGHT,
-        leavePartsOnError: false,
-      });
-      await upload.done();
+      started = true;
+      await putChunks({ client: this.client, bucket: this.bucket, key: this.objectKey(stagingKey) }, read.rest, this.partBuffers);
       return { stagingKey, size: meter.received, sha256: meter.digest() };
     } catch (err) {
       meter.destroy();
-      await upload?.abort().catch(() => undefined);
-      if (upload) await this.deleteObject(this.objectKey(stagingKey)).catch(() => undefined);
+      // putChunks aborted its multipart upload; a PutObject that reached the bucket is removed.
+      if (started) await this.deleteObject(this.objectKey(stagingKey)).catch(() => undefined);
       // The meter's own error (FILE_TOO_LARGE, the client's) says more than the SDK's.
       throw meter.errored ?? source.errored ?? err;
     }
@@ -156,56 +138,13 @@ export class S3ContentStore implements ContentStore {
     await this.deleteObject(this.stagingObject(staged.stagingKey));
   }
 
-  async open(key: string): Promise<ContentHandle> {
-    const objectKey = this.objectKey(key);
-    let head = this.heads.get(objectKey);
-    if (!head) {
-      head = await this.head(key);
-      if (!head) throw new ContentNotFoundError(key);
-      if (this.heads.size >= HEAD_CACHE_ENTRIES) this.heads.delete(this.heads.keys().next().value as string);
-      this.heads.set(objectKey, head);
-    }
-    const { etag } = head;
-    return {
-      size: head.size,
-      // Pinned to the ETag seen at opening: bytes of a newer object under the key are never mixed in.
-      read: (range?: ByteRange) => this.download(objectKey, etag, range),
-      close: async () => undefined,
-    };
-  }
-
-  /** The SDK's response body itself: nothing between it and the reader. */
-  private async download(objectKey: string, etag: string | undefined, range?: ByteRange): Promise<Readable> {
-    try {
-      const res = await this.client.send(
-        new GetObjectCommand({
-          Bucket: this.bucket,
-          Key: objectKey,
-          ...(etag ? { IfMatch: etag } : {}),
-          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
-        }),
-      );
-      return res.Body as Readable;
-    } catch (err) {
-      const gone = isNotFound(err) || statusOf(err) === 412;
-      if (gone) this.heads.delete(objectKey);
-      throw gone ? new ContentNotFoundError(objectKey) : err;
-    }
-  }
-
-  private async head(key: string): Promise<(StoredObject & { etag: string | undefined }) | undefined> {
-    try {
-      const res = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
-      return { key, size: res.ContentLength ?? 0, modifiedAt: res.LastModified ?? new Date(0), etag: res.ETag || undefined };
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+  open(key: string): Promise<ContentHandle> {
+    return this.reads.open(this.objectKey(key), key);
   }
 
   async stat(key: string): Promise<StoredObject | undefined> {
-    const head = await this.head(key);
-    return head && { key: head.key, size: head.size, modifiedAt: head.modifiedAt };
+    const head = await this.reads.head(this.objectKey(key));
+    return head && { key, size: head.size, modifiedAt: head.modifiedAt };
   }
 
   async remove(key: string): Promise<void> {
@@ -214,7 +153,7 @@ export class S3ContentStore implements ContentStore {
 
   /** @internal Deletes an object by its full key; a missing one is not an error (S3 says 204 either way). */
   async deleteObject(objectKey: string): Promise<void> {
-    this.heads.delete(objectKey);
+    this.reads.forget(objectKey);
     try {
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey }));
     } catch (err) {
