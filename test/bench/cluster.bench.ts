@@ -6,7 +6,7 @@ import { GetObjectCommand, PutObjectCommand, CopyObjectCommand, DeleteObjectComm
 import { Upload } from '@aws-sdk/lib-storage';
 import type { S3Config } from '../../shared/config';
 import { createS3Client } from '../../shared/storage/s3/s3.client';
-import { PART_SIZE, PARTS_IN_FLIGHT } from '../../shared/storage/s3/s3.multipart';
+import { PART_SIZE, PARTS_IN_FLIGHT } from '../../shared/storage/s3/s3.store';
 import { RedisCluster } from '../support/redis.cluster';
 import { createBucket, Rgw } from '../support/rgw';
 import type { BenchContext } from './context';

@@ -4,8 +4,8 @@ import type { Readable } from 'node:stream';
  * Content up to this size is held in memory from `stage` to `place` and written with one PutObject
  * under its content key, where staging it in the bucket would cost three round trips (PutObject of
  * the staging object, CopyObject into place, DeleteObject of the staging object). Larger content
- * streams to a staging object in parts (s3.multipart.ts) that are held in memory anyway, so
- * this bound adds no new kind of memory use.
+ * streams to a staging object; the SDK's upload holds up to four 16 MiB parts of it in memory
+ * anyway, so this bound adds no new kind of memory use.
  */
 export const HELD_IN_MEMORY = 1024 * 1024;
 

@@ -1,4 +1,4 @@
-import { pipeline, type Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
   CopyObjectCommand,
@@ -9,6 +9,7 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
 import type { S3Config } from '../../config';
 import { newId } from '../../ids';
 import {
@@ -24,7 +25,6 @@ import {
 import { HashMeter } from '../hash.meter';
 import { createS3Client, isNotFound, statusOf } from './s3.client';
 import { listMultipartUploads, listObjects, type MultipartUpload } from './s3.listing';
-import { PartBuffers, putChunks } from './s3.multipart';
 import { S3Reads } from './s3.reads';
 import { HELD_IN_MEMORY, readUpTo } from './s3.staging';
 import { S3TusStore, TUS_PREFIX } from './s3.tus-store';
@@ -32,7 +32,13 @@ import { S3TusStore, TUS_PREFIX } from './s3.tus-store';
 /** The marker object, beside the content under the prefix (the local driver's marker file). */
 export const MARKER_KEY = '.filesync-store';
 
-export { PART_SIZE } from './s3.multipart';
+/**
+ * Streamed uploads go out in parts of this size, a few at once: a content smaller than one part is
+ * one PutObject, a larger one a multipart upload. At most PART_SIZE x PARTS_IN_FLIGHT bytes of an
+ * upload are in memory, whatever its size.
+ */
+export const PART_SIZE = 16 * 1024 * 1024;
+export const PARTS_IN_FLIGHT = 4;
 
 /** CopyObject copies at most 5 GiB in one request. */
 const MAX_SINGLE_COPY = 5 * 1024 ** 3;
@@ -49,8 +55,6 @@ export class S3ContentStore implements ContentStore {
   private tus: S3TusStore | undefined;
   /** Staged content small enough to be held in memory until it is placed or discarded (s3.staging.ts). */
   private readonly held = new Map<string, Buffer>();
-  /** Part buffers of streamed stages, reused from one upload to the next (s3.multipart.ts). */
-  private readonly partBuffers = new PartBuffers();
   /** HEADs, cached, and GETs pinned to an ETag (s3.reads.ts). */
   private readonly reads: S3Reads;
 
@@ -93,20 +97,28 @@ export class S3ContentStore implements ContentStore {
     // The source's failure (a client gone, a limit) fails the meter, and so the read or the upload,
     // which then aborts its multipart upload.
     pipeline(source, meter, () => undefined);
-    let started = false;
+    let upload: Upload | undefined;
     try {
       const read = await readUpTo(meter, HELD_IN_MEMORY);
       if ('whole' in read) {
         this.held.set(stagingKey, read.whole);
         return { stagingKey, size: meter.received, sha256: meter.digest() };
       }
-      started = true;
-      await putChunks({ client: this.client, bucket: this.bucket, key: this.objectKey(stagingKey) }, read.rest, this.partBuffers);
+      upload = new Upload({
+        client: this.client,
+        // Leaving the stream early (an abort) ends the reading of the meter through the iterator.
+        params: { Bucket: this.bucket, Key: this.objectKey(stagingKey), Body: Readable.from(read.rest, { objectMode: false }) },
+        partSize: PART_SIZE,
+        queueSize: PARTS_IN_FLIGHT,
+        leavePartsOnError: false,
+      });
+      await upload.done();
       return { stagingKey, size: meter.received, sha256: meter.digest() };
     } catch (err) {
       meter.destroy();
-      // putChunks aborted its multipart upload; a PutObject that reached the bucket is removed.
-      if (started) await this.deleteObject(this.objectKey(stagingKey)).catch(() => undefined);
+      await upload?.abort().catch(() => undefined);
+      // A PutObject or a completed upload that reached the bucket is removed.
+      if (upload) await this.deleteObject(this.objectKey(stagingKey)).catch(() => undefined);
       // The meter's own error (FILE_TOO_LARGE, the client's) says more than the SDK's.
       throw meter.errored ?? source.errored ?? err;
     }
