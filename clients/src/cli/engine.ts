@@ -76,7 +76,6 @@ export async function runPass(ctx: SyncContext): Promise<number> {
   return actions + ctx.pending;
 }
 
-/** `sync --once`: passes until one finds nothing to do. */
 /** Passes one `--once` run makes before it gives up on a folder that keeps changing under it. */
 export const MAX_PASSES = 12;
 
@@ -88,6 +87,27 @@ export async function syncOnce(ctx: SyncContext): Promise<boolean> {
   await flushOutbox(ctx);
   let settled = false;
   for (let i = 0; i < MAX_PASSES && !ctx.signal.aborted && !settled; i++) settled = (await runPass(ctx)) === 0;
-  if (settled) ctx.journal.set('last_sync', new Date().toISOString());
+  if (settled) {
+    await terminateStaleUploads(ctx);
+    ctx.journal.set('last_sync', new Date().toISOString());
+  }
   return settled;
+}
+
+/**
+ * Once a run is in sync, no transfer is pending: an upload still in the journal is one a killed run
+ * left for content that no longer needs it (the file changed again, was deleted, or became a
+ * conflicted copy). The service would keep it, and the quota it reserved, until it expires; it is
+ * terminated now. One that cannot be terminated (the service out of reach) is tried on a later run.
+ */
+async function terminateStaleUploads(ctx: SyncContext): Promise<void> {
+  for (const u of ctx.journal.uploads()) {
+    if (ctx.signal.aborted) return;
+    try {
+      await ctx.session.authed(() => ctx.session.client.terminateUpload(u.url, ctx.signal));
+      ctx.journal.dropUpload(u.id);
+    } catch {
+      /* kept in the journal: terminated on a later run */
+    }
+  }
 }

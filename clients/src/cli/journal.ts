@@ -160,12 +160,20 @@ export class Journal {
       .get(id, path, sha256) as PendingUpload | undefined;
   }
 
+  uploadOf(id: string): PendingUpload | undefined {
+    return this.db.prepare('SELECT id, path, sha256, url FROM uploads WHERE id = ?').get(id) as PendingUpload | undefined;
+  }
+
   putUpload(u: PendingUpload): void {
     this.db.prepare('INSERT OR REPLACE INTO uploads (id, path, sha256, url) VALUES (@id, @path, @sha256, @url)').run(u);
   }
 
   dropUpload(id: string): void {
     this.db.prepare('DELETE FROM uploads WHERE id = ?').run(id);
+  }
+
+  uploads(): PendingUpload[] {
+    return this.db.prepare('SELECT id, path, sha256, url FROM uploads').all() as PendingUpload[];
   }
 
   uploadCount(): number {
