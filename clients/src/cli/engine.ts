@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import type { Change } from '../../../shared/protocol';
 import { applyRemote } from './apply.remote';
 import type { SyncContext } from './context';
-import { STATE_DIR } from './journal';
-import { matchLocal } from './match';
+import { STATE_DIR, type BaseNode } from './journal';
+import { matchLocal, relinkMoved, type Matched } from './match';
 import { unparkAll } from './parking';
 import { flushOutbox, pushLocal } from './push.local';
 import { baseName, conflictedName, loadIgnore, parentOf, scanLocal, type LocalScan } from './scan';
@@ -54,6 +54,12 @@ async function separateClashes(ctx: SyncContext, scan: LocalScan): Promise<boole
   return scan.clashes.length > 0;
 }
 
+async function match(ctx: SyncContext, base: Map<string, BaseNode>, scan: LocalScan): Promise<Matched> {
+  const matched = matchLocal(base, scan, ctx.ignored);
+  await relinkMoved(ctx.dir, base, scan, matched);
+  return matched;
+}
+
 /** One pass: pull the feed, bring the server's changes to disk, then push the local ones. */
 export async function runPass(ctx: SyncContext): Promise<number> {
   ctx.ignored = await loadIgnore(ctx.dir);
@@ -69,10 +75,10 @@ export async function runPass(ctx: SyncContext): Promise<number> {
     actions++;
     scan = await scanLocal(ctx.dir, ctx.ignored);
   }
-  const pulled = await applyRemote(ctx, remote, j.base(), matchLocal(j.base(), scan, ctx.ignored));
+  const pulled = await applyRemote(ctx, remote, j.base(), await match(ctx, j.base(), scan));
   if (pulled > 0) scan = await scanLocal(ctx.dir, ctx.ignored);
   const base = j.base();
-  actions += pulled + (await pushLocal(ctx, remote, base, matchLocal(base, scan, ctx.ignored)));
+  actions += pulled + (await pushLocal(ctx, remote, base, await match(ctx, base, scan)));
   return actions + ctx.pending;
 }
 

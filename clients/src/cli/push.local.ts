@@ -128,7 +128,10 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
     if (a.outcome === 'duplicate' && a.rev === null) return;
     const f = matched.local.get(op.resourceId!)!;
     created.add(f.id);
-    put({ id: f.id, parentId: f.parentId, name: f.name, type: 'folder', rev: newRev(a, 1), sha256: '', size: 0 }, f.entry);
+    const folder: RemoteNode = { id: f.id, parentId: f.parentId, name: f.name, type: 'folder', rev: newRev(a, 1), sha256: '', size: 0 };
+    put(folder, f.entry);
+    // Known to the moves below by its path: what moves into it is reported under it.
+    base.set(f.id, toBase(folder, f.entry));
     say(`created ${path(f.id)}/ on the server`);
   });
 

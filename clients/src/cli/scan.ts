@@ -20,6 +20,23 @@ export interface LocalScan {
   unreadable: string[];
   /** Entries whose NFC name equals a sibling's: each must be renamed before it can be synced. */
   clashes: LocalEntry[];
+  /** Whether DIR's file system keeps a file's inode number for its life (see `stableInodes`). */
+  stableInodes: boolean;
+}
+
+/**
+ * File systems whose inode numbers are made up per mount or per cached node, so that one number may
+ * name another file later: FUSE (exfat-fuse, ntfs-3g, ...), FAT and exFAT. Their statfs magic numbers.
+ */
+const UNSTABLE_INODES = new Set([0x65735546, 0x4d44, 0x2011bab0]);
+
+/** Whether an inode number found in DIR still names the same file after a remount (ext4, APFS, ...: yes). */
+export async function stableInodes(dir: string): Promise<boolean> {
+  try {
+    return !UNSTABLE_INODES.has((await fs.statfs(dir)).type);
+  } catch {
+    return false;
+  }
 }
 
 export const nfc = (s: string) => s.normalize('NFC');
@@ -57,7 +74,7 @@ export async function loadIgnore(dir: string): Promise<(path: string, isFolder: 
 
 /** Walks DIR with stat only (size, mtime, inode); content is hashed later, only where it changed. */
 export async function scanLocal(dir: string, ignored: (path: string, isFolder: boolean) => boolean): Promise<LocalScan> {
-  const scan: LocalScan = { entries: new Map(), unreadable: [], clashes: [] };
+  const scan: LocalScan = { entries: new Map(), unreadable: [], clashes: [], stableInodes: await stableInodes(dir) };
   const walk = async (diskRel: string, nfcRel: string): Promise<void> => {
     let names: string[];
     try {
