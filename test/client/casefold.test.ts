@@ -131,3 +131,24 @@ test('on exFAT, a remount (new inode numbers) moves nothing, and a rename after 
   const still = await runCli(['sync', stick, '--once'], a.env('stick'));
   expect(still.stdout).toBe('');
 });
+
+test('on exFAT, a same-size edit that leaves size and mtime as the last sync read them is still sent', async () => {
+  const a = await account();
+  const stick = path.join(disk.root, `sync-${randomBytes(3).toString('hex')}`);
+  await fs.mkdir(stick);
+  // An mtime ahead of the clock (a device whose clock runs fast) is one the sync reads within a tick
+  // of itself, like a file written in the same second as the sync on exFAT's whole-second mtimes.
+  const ahead = new Date(Math.floor(Date.now() / 1000) * 1000 + 3_600_000);
+  const file = path.join(stick, 'clock.txt');
+  await fs.writeFile(file, 'version 1');
+  await fs.utimes(file, ahead, ahead);
+  expect((await runCli(['sync', stick, '--once'], a.env('stick'))).stdout).toContain('uploaded clock.txt');
+
+  await fs.writeFile(file, 'version 2');
+  await fs.utimes(file, ahead, ahead);
+  expect((await fs.stat(file)).mtimeMs).toBe(ahead.getTime());
+  const edited = await runCli(['sync', stick, '--once'], a.env('stick'));
+  expect(edited.code).toBe(0);
+  expect(edited.stdout).toContain('uploaded clock.txt');
+  expect([...(await serverTree(a.api)).entries()]).toEqual([['clock.txt', sha256('version 2')]]);
+});

@@ -12,7 +12,19 @@ export interface LocalEntry {
   size: number;
   mtimeMs: number;
   ino: number;
+  /** Read within MTIME_TICK_MS of the mtime: a write in the same tick would leave size and mtime as they are. */
+  racy: boolean;
 }
+
+/**
+ * The coarsest mtime step of a file system a folder may be on (FAT: 2 s; exFAT through FUSE, HFS+:
+ * 1 s). A file's size and mtime vouch for its bytes only when they were read at least this long
+ * after the mtime; otherwise the file is hashed again on the next pass.
+ */
+export const MTIME_TICK_MS = 2000;
+
+/** Whether an mtime read at `readAt` (taken before the stat) may not change for a write after it. */
+export const isRacy = (mtimeMs: number, readAt: number) => mtimeMs > readAt - MTIME_TICK_MS;
 
 export interface LocalScan {
   entries: Map<string, LocalEntry>;
@@ -89,6 +101,7 @@ export async function scanLocal(dir: string, ignored: (path: string, isFolder: b
       const disk = joinPath(diskRel, name);
       const path = joinPath(nfcRel, nfc(name));
       let st;
+      const readAt = Date.now();
       try {
         st = await fs.lstat(join(dir, disk));
       } catch {
@@ -96,7 +109,7 @@ export async function scanLocal(dir: string, ignored: (path: string, isFolder: b
       }
       const type = st.isDirectory() ? 'folder' : st.isFile() ? 'file' : null;
       if (type === null || ignored(path, type === 'folder')) continue;
-      const entry: LocalEntry = { path, disk, type, size: type === 'file' ? st.size : 0, mtimeMs: st.mtimeMs, ino: st.ino };
+      const entry: LocalEntry = { path, disk, type, size: type === 'file' ? st.size : 0, mtimeMs: st.mtimeMs, ino: st.ino, racy: isRacy(st.mtimeMs, readAt) };
       if (scan.entries.has(path)) {
         scan.clashes.push(entry);
         continue;
