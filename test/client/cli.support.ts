@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
@@ -15,10 +15,18 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `filesync ...args`; with `killAfterMs` it is SIGKILLed then (if still running). */
-export function runCli(args: string[], env: Record<string, string>, options: { killAfterMs?: number; timeoutMs?: number } = {}): Promise<CliResult> {
+/**
+ * Runs `filesync ...args`; with `killAfterMs` it is SIGKILLed then (if still running). `started`
+ * receives the process, for a test that kills it when something it watches happens.
+ */
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  options: { killAfterMs?: number; timeoutMs?: number; started?: (child: ChildProcess) => void } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    options.started?.(child);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import type { BaseNode, RemoteNode } from './journal';
 import { byDepth, foldersWithUnseen, remoteChanged, type Matched } from './match';
 import { LiveTree } from './live.tree';
-import { checkGuard, localSha, statOf, toBase, type SyncContext } from './context';
+import { localSha, statOf, toBase, type SyncContext } from './context';
+import { applyDeletions, guardLocalDeletions } from './apply.deletions';
 import { conflictedName, joinPath } from './scan';
 import { park, PARKING, unparkAll } from './parking';
 
@@ -44,9 +45,8 @@ async function applyChanges(
     return { ...e, disk: live.disk(id) ?? e.disk };
   };
 
-  // The guard counts first: deletions of unchanged local files the server deleted.
-  const doomed = [...base.values()].filter((b) => b.type === 'file' && !remote.has(b.id) && matched.local.has(b.id) && !matched.unknown.has(b.id));
-  checkGuard(ctx, 'local', doomed.length, [...base.values()].filter((b) => b.type === 'file').length);
+  // The guard counts first, before anything is applied.
+  guardLocalDeletions(ctx, remote, base, matched);
 
   const keepAsCopy = async (id: string): Promise<string | undefined> => {
     const node = live.get(id);
@@ -280,39 +280,5 @@ async function applyChanges(
   };
   await Promise.all([fetchNext(), fetchNext(), fetchNext(), fetchNext()]);
 
-  // Deleted on the server: children first; an edited file or a folder still holding something stays.
-  const gone = byDepth(base).filter((id) => !remote.has(id)).reverse();
-  for (const id of gone) {
-    if (ctx.signal.aborted) break;
-    const b = base.get(id)!;
-    if (matched.unknown.has(id)) continue;
-    const here = live.get(id);
-    if (!here) {
-      j.dropBase(id);
-      continue;
-    }
-    const path = live.path(id)!;
-    if (b.type === 'file') {
-      const entry = matched.local.has(id) ? entryOf(id) : undefined;
-      const st = await statOf(full(id));
-      if (entry && st && (await localSha(ctx, { ...entry, ...st }, b)) === b.sha256) {
-        await fs.rm(full(id), { force: true });
-        live.remove(id);
-        r.line(`deleted ${path}`);
-        actions++;
-      }
-      j.dropBase(id);
-      continue;
-    }
-    try {
-      await fs.rmdir(full(id));
-      live.remove(id);
-      r.line(`deleted ${path}/`);
-      actions++;
-    } catch {
-      /* not empty: it stays, and is sent again with what it holds */
-    }
-    j.dropBase(id);
-  }
-  return actions;
+  return actions + (await applyDeletions(ctx, remote, base, matched, live));
 }

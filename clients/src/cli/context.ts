@@ -5,7 +5,7 @@ import type { Reporter } from './output';
 import type { Session } from './session';
 import type { Transfers } from './transfers';
 import type { LocalEntry } from './scan';
-import { sha256File } from './scan';
+import { isRacy, sha256File } from './scan';
 
 /** What one sync run shares between its passes. */
 export interface SyncContext {
@@ -49,18 +49,21 @@ export function checkGuard(ctx: SyncContext, side: 'local' | 'server', deletions
 
 /** Whether a local file still holds the base's bytes, hashing it only when its size or mtime moved. */
 export async function localSha(ctx: SyncContext, entry: LocalEntry, base: BaseNode | undefined): Promise<string> {
-  if (base && base.type === 'file' && entry.size === base.size && entry.mtimeMs === base.mtimeMs) return base.sha256;
+  // A racy mtime does not vouch for the bytes, except of an empty file: no write keeps it empty and changes it.
+  const trusted = base && base.type === 'file' && (!base.racy || entry.size === 0);
+  if (trusted && entry.size === base.size && entry.mtimeMs === base.mtimeMs) return base.sha256;
   return sha256File(join(ctx.dir, entry.disk));
 }
 
-export function toBase(r: RemoteNode, stat: { mtimeMs: number; ino: number } | undefined): BaseNode {
-  return { ...r, mtimeMs: stat?.mtimeMs ?? -1, ino: stat?.ino ?? -1 };
+export function toBase(r: RemoteNode, stat: { mtimeMs: number; ino: number; racy: boolean } | undefined): BaseNode {
+  return { ...r, mtimeMs: stat?.mtimeMs ?? -1, ino: stat?.ino ?? -1, racy: stat?.racy ?? false };
 }
 
-export async function statOf(full: string): Promise<{ mtimeMs: number; ino: number; size: number } | undefined> {
+export async function statOf(full: string): Promise<{ mtimeMs: number; ino: number; size: number; racy: boolean } | undefined> {
   try {
+    const readAt = Date.now();
     const st = await fs.lstat(full);
-    return { mtimeMs: st.mtimeMs, ino: st.ino, size: st.size };
+    return { mtimeMs: st.mtimeMs, ino: st.ino, size: st.size, racy: isRacy(st.mtimeMs, readAt) };
   } catch {
     return undefined;
   }

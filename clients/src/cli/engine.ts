@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import type { Change } from '../../../shared/protocol';
 import { applyRemote } from './apply.remote';
 import type { SyncContext } from './context';
-import { STATE_DIR } from './journal';
-import { matchLocal } from './match';
+import { STATE_DIR, type BaseNode } from './journal';
+import { matchLocal, relinkMoved, type Matched } from './match';
 import { unparkAll } from './parking';
 import { flushOutbox, pushLocal } from './push.local';
 import { baseName, conflictedName, loadIgnore, parentOf, scanLocal, type LocalScan } from './scan';
@@ -54,6 +54,12 @@ async function separateClashes(ctx: SyncContext, scan: LocalScan): Promise<boole
   return scan.clashes.length > 0;
 }
 
+async function match(ctx: SyncContext, base: Map<string, BaseNode>, scan: LocalScan): Promise<Matched> {
+  const matched = matchLocal(base, scan, ctx.ignored);
+  await relinkMoved(ctx.dir, base, scan, matched);
+  return matched;
+}
+
 /** One pass: pull the feed, bring the server's changes to disk, then push the local ones. */
 export async function runPass(ctx: SyncContext): Promise<number> {
   ctx.ignored = await loadIgnore(ctx.dir);
@@ -69,14 +75,13 @@ export async function runPass(ctx: SyncContext): Promise<number> {
     actions++;
     scan = await scanLocal(ctx.dir, ctx.ignored);
   }
-  const pulled = await applyRemote(ctx, remote, j.base(), matchLocal(j.base(), scan, ctx.ignored));
+  const pulled = await applyRemote(ctx, remote, j.base(), await match(ctx, j.base(), scan));
   if (pulled > 0) scan = await scanLocal(ctx.dir, ctx.ignored);
   const base = j.base();
-  actions += pulled + (await pushLocal(ctx, remote, base, matchLocal(base, scan, ctx.ignored)));
+  actions += pulled + (await pushLocal(ctx, remote, base, await match(ctx, base, scan)));
   return actions + ctx.pending;
 }
 
-/** `sync --once`: passes until one finds nothing to do. */
 /** Passes one `--once` run makes before it gives up on a folder that keeps changing under it. */
 export const MAX_PASSES = 12;
 
@@ -88,6 +93,27 @@ export async function syncOnce(ctx: SyncContext): Promise<boolean> {
   await flushOutbox(ctx);
   let settled = false;
   for (let i = 0; i < MAX_PASSES && !ctx.signal.aborted && !settled; i++) settled = (await runPass(ctx)) === 0;
-  if (settled) ctx.journal.set('last_sync', new Date().toISOString());
+  if (settled) {
+    await terminateStaleUploads(ctx);
+    ctx.journal.set('last_sync', new Date().toISOString());
+  }
   return settled;
+}
+
+/**
+ * Once a run is in sync, no transfer is pending: an upload still in the journal is one a killed run
+ * left for content that no longer needs it (the file changed again, was deleted, or became a
+ * conflicted copy). The service would keep it, and the quota it reserved, until it expires; it is
+ * terminated now. One that cannot be terminated (the service out of reach) is tried on a later run.
+ */
+async function terminateStaleUploads(ctx: SyncContext): Promise<void> {
+  for (const u of ctx.journal.uploads()) {
+    if (ctx.signal.aborted) return;
+    try {
+      await ctx.session.authed(() => ctx.session.client.terminateUpload(u.url, ctx.signal));
+      ctx.journal.dropUpload(u.id);
+    } catch {
+      /* kept in the journal: terminated on a later run */
+    }
+  }
 }

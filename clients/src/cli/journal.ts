@@ -21,6 +21,8 @@ export interface RemoteNode {
 export interface BaseNode extends RemoteNode {
   mtimeMs: number;
   ino: number;
+  /** The mtime was read within one mtime tick of itself (see `scan.ts`): it does not vouch for the bytes. */
+  racy?: boolean;
 }
 
 /** A resumable upload in flight: the resource it creates or replaces, the bytes (their digest, or the
@@ -53,11 +55,14 @@ export class Journal {
         type TEXT NOT NULL, rev INTEGER NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS base (id TEXT PRIMARY KEY, parent_id TEXT NOT NULL, name TEXT NOT NULL,
         type TEXT NOT NULL, rev INTEGER NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL,
-        mtime_ms REAL NOT NULL, ino INTEGER NOT NULL);
+        mtime_ms REAL NOT NULL, ino INTEGER NOT NULL, racy INTEGER NOT NULL DEFAULT 0);
       CREATE TABLE IF NOT EXISTS outbox (op_id TEXT PRIMARY KEY, op TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS uploads (id TEXT PRIMARY KEY, path TEXT NOT NULL, sha256 TEXT NOT NULL, url TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS conflicts (path TEXT NOT NULL, created_at TEXT NOT NULL);
     `);
+    // A journal made without the `racy` column gets it; its rows count as read in good time.
+    const columns = this.db.prepare('PRAGMA table_info(base)').all() as { name: string }[];
+    if (!columns.some((c) => c.name === 'racy')) this.db.exec('ALTER TABLE base ADD COLUMN racy INTEGER NOT NULL DEFAULT 0');
     for (const f of ['journal.db-wal', 'journal.db-shm']) {
       try {
         chmodSync(join(stateDir, f), 0o600);
@@ -109,20 +114,21 @@ export class Journal {
 
   base(): Map<string, BaseNode> {
     const rows = this.db
-      .prepare('SELECT id, parent_id AS parentId, name, type, rev, sha256, size, mtime_ms AS mtimeMs, ino FROM base')
-      .all() as BaseNode[];
-    return new Map(rows.map((r) => [r.id, r]));
+      .prepare('SELECT id, parent_id AS parentId, name, type, rev, sha256, size, mtime_ms AS mtimeMs, ino, racy FROM base')
+      .all() as (Omit<BaseNode, 'racy'> & { racy: number })[];
+    return new Map(rows.map((r) => [r.id, { ...r, racy: r.racy !== 0 }]));
   }
 
   putBase(n: BaseNode): void {
     this.db
       .prepare(
-        `INSERT INTO base (id, parent_id, name, type, rev, sha256, size, mtime_ms, ino)
-         VALUES (@id, @parentId, @name, @type, @rev, @sha256, @size, @mtimeMs, @ino)
+        `INSERT INTO base (id, parent_id, name, type, rev, sha256, size, mtime_ms, ino, racy)
+         VALUES (@id, @parentId, @name, @type, @rev, @sha256, @size, @mtimeMs, @ino, @racy)
          ON CONFLICT(id) DO UPDATE SET parent_id = excluded.parent_id, name = excluded.name, type = excluded.type,
-         rev = excluded.rev, sha256 = excluded.sha256, size = excluded.size, mtime_ms = excluded.mtime_ms, ino = excluded.ino`,
+         rev = excluded.rev, sha256 = excluded.sha256, size = excluded.size, mtime_ms = excluded.mtime_ms, ino = excluded.ino,
+         racy = excluded.racy`,
       )
-      .run(n);
+      .run({ ...n, racy: n.racy ? 1 : 0 });
   }
 
   dropBase(id: string): void {
@@ -160,12 +166,20 @@ export class Journal {
       .get(id, path, sha256) as PendingUpload | undefined;
   }
 
+  uploadOf(id: string): PendingUpload | undefined {
+    return this.db.prepare('SELECT id, path, sha256, url FROM uploads WHERE id = ?').get(id) as PendingUpload | undefined;
+  }
+
   putUpload(u: PendingUpload): void {
     this.db.prepare('INSERT OR REPLACE INTO uploads (id, path, sha256, url) VALUES (@id, @path, @sha256, @url)').run(u);
   }
 
   dropUpload(id: string): void {
     this.db.prepare('DELETE FROM uploads WHERE id = ?').run(id);
+  }
+
+  uploads(): PendingUpload[] {
+    return this.db.prepare('SELECT id, path, sha256, url FROM uploads').all() as PendingUpload[];
   }
 
   uploadCount(): number {

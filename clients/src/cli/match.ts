@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import type { BaseNode, RemoteNode } from './journal';
-import { baseName, joinPath, parentOf, type LocalEntry, type LocalScan } from './scan';
+import { baseName, joinPath, parentOf, sha256File, type LocalEntry, type LocalScan } from './scan';
 
 /** Where one resource (or a new local item, with a fresh id) is on disk now. */
 export interface LocalNode {
@@ -47,14 +48,15 @@ export function byDepth<T extends { parentId: string }>(nodes: Map<string, T>): 
 /**
  * Finds each journal node on disk: at the path its (possibly moved) parent gives it, else by inode
  * (a rename keeps the inode, and a renamed file keeps its size and mtime), else it is gone.
- * Whatever is left on disk is new and gets a fresh id.
+ * Whatever is left on disk is new and gets a fresh id. Where inode numbers are not stable, only the
+ * path counts here, and `relinkMoved` finds renamed files by their content.
  */
 export function matchLocal(base: Map<string, BaseNode>, scan: LocalScan, ignored: (path: string, isFolder: boolean) => boolean): Matched {
   const claimed = new Map<string, string>();
   const local = new Map<string, LocalNode>();
   const unknown = new Set<string>();
   const byIno = new Map<number, LocalEntry>();
-  for (const e of scan.entries.values()) byIno.set(e.ino, e);
+  if (scan.stableInodes) for (const e of scan.entries.values()) byIno.set(e.ino, e);
   const isUnreadable = (path: string) => scan.unreadable.some((u) => u === '' || path === u || path.startsWith(`${u}/`));
 
   for (const id of byDepth(base)) {
@@ -68,7 +70,7 @@ export function matchLocal(base: Map<string, BaseNode>, scan: LocalScan, ignored
     const atPath = expected === undefined ? undefined : scan.entries.get(expected);
     const free = (e: LocalEntry | undefined): e is LocalEntry => e !== undefined && !claimed.has(e.path) && e.type === b.type;
     let found: LocalEntry | undefined;
-    if (free(atPath) && atPath.ino === b.ino) found = atPath;
+    if (free(atPath) && (atPath.ino === b.ino || !scan.stableInodes)) found = atPath;
     else {
       const moved = byIno.get(b.ino);
       if (free(moved) && (b.type === 'folder' || (moved.size === b.size && moved.mtimeMs === b.mtimeMs))) found = moved;
@@ -93,6 +95,34 @@ export function matchLocal(base: Map<string, BaseNode>, scan: LocalScan, ignored
     node.parentId = parentPath === '' ? '' : claimed.get(parentPath) ?? '';
   }
   return { local, unknown };
+}
+
+/**
+ * On a file system without stable inode numbers: a journal file not found at its path is the new
+ * file of the same size, mtime (a rename keeps both) and content, if there is one. A folder renamed
+ * there is a new folder, and its files are found in it this way: they move, and their bytes are not
+ * sent again.
+ */
+export async function relinkMoved(dir: string, base: Map<string, BaseNode>, scan: LocalScan, matched: Matched): Promise<void> {
+  if (scan.stableInodes) return;
+  const candidates = [...matched.local.values()].filter((n) => n.isNew && n.entry.type === 'file');
+  if (candidates.length === 0) return;
+  const digests = new Map<string, Promise<string>>();
+  const digest = (n: LocalNode) => {
+    if (!digests.has(n.id)) digests.set(n.id, sha256File(join(dir, n.entry.disk)).catch(() => ''));
+    return digests.get(n.id)!;
+  };
+  for (const b of base.values()) {
+    if (b.type !== 'file' || b.sha256 === '' || matched.local.has(b.id) || matched.unknown.has(b.id)) continue;
+    for (const n of candidates) {
+      if (!n.isNew || n.entry.size !== b.size || n.entry.mtimeMs !== b.mtimeMs || (await digest(n)) !== b.sha256) continue;
+      matched.local.delete(n.id);
+      n.id = b.id;
+      n.isNew = false;
+      matched.local.set(b.id, n);
+      break;
+    }
+  }
 }
 
 /** Whether a remote node differs from the journal's base in place or content. */

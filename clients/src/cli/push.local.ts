@@ -81,7 +81,9 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
     if (b.type === 'file') {
       const sha = await localSha(ctx, l.entry, b);
       if (sha !== b.sha256) edits.push({ node: l, sha256: sha, b });
-      else if (l.entry.mtimeMs !== b.mtimeMs || l.entry.ino !== b.ino) j.putBase({ ...b, mtimeMs: l.entry.mtimeMs, ino: l.entry.ino });
+      else if (l.entry.mtimeMs !== b.mtimeMs || l.entry.ino !== b.ino || l.entry.racy !== Boolean(b.racy)) {
+        j.putBase({ ...b, mtimeMs: l.entry.mtimeMs, ino: l.entry.ino, racy: l.entry.racy });
+      }
     } else if (l.entry.ino !== b.ino) j.putBase({ ...b, ino: l.entry.ino, mtimeMs: l.entry.mtimeMs });
   }
 
@@ -113,7 +115,7 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
   checkGuard(ctx, 'server', remoteFiles.filter((n) => underDeleted(n.id)).length, remoteFiles.length);
 
   let actions = 0;
-  const put = (n: RemoteNode, entry: { mtimeMs: number; ino: number } | undefined) => {
+  const put = (n: RemoteNode, entry: { mtimeMs: number; ino: number; racy: boolean } | undefined) => {
     j.putRemote(n);
     j.putBase(toBase(n, entry));
   };
@@ -128,7 +130,10 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
     if (a.outcome === 'duplicate' && a.rev === null) return;
     const f = matched.local.get(op.resourceId!)!;
     created.add(f.id);
-    put({ id: f.id, parentId: f.parentId, name: f.name, type: 'folder', rev: newRev(a, 1), sha256: '', size: 0 }, f.entry);
+    const folder: RemoteNode = { id: f.id, parentId: f.parentId, name: f.name, type: 'folder', rev: newRev(a, 1), sha256: '', size: 0 };
+    put(folder, f.entry);
+    // Known to the moves below by its path: what moves into it is reported under it.
+    base.set(f.id, toBase(folder, f.entry));
     say(`created ${path(f.id)}/ on the server`);
   });
 

@@ -12,7 +12,19 @@ export interface LocalEntry {
   size: number;
   mtimeMs: number;
   ino: number;
+  /** Read within MTIME_TICK_MS of the mtime: a write in the same tick would leave size and mtime as they are. */
+  racy: boolean;
 }
+
+/**
+ * The coarsest mtime step of a file system a folder may be on (FAT: 2 s; exFAT through FUSE, HFS+:
+ * 1 s). A file's size and mtime vouch for its bytes only when they were read at least this long
+ * after the mtime; otherwise the file is hashed again on the next pass.
+ */
+export const MTIME_TICK_MS = 2000;
+
+/** Whether an mtime read at `readAt` (taken before the stat) may not change for a write after it. */
+export const isRacy = (mtimeMs: number, readAt: number) => mtimeMs > readAt - MTIME_TICK_MS;
 
 export interface LocalScan {
   entries: Map<string, LocalEntry>;
@@ -20,6 +32,23 @@ export interface LocalScan {
   unreadable: string[];
   /** Entries whose NFC name equals a sibling's: each must be renamed before it can be synced. */
   clashes: LocalEntry[];
+  /** Whether DIR's file system keeps a file's inode number for its life (see `stableInodes`). */
+  stableInodes: boolean;
+}
+
+/**
+ * File systems whose inode numbers are made up per mount or per cached node, so that one number may
+ * name another file later: FUSE (exfat-fuse, ntfs-3g, ...), FAT and exFAT. Their statfs magic numbers.
+ */
+const UNSTABLE_INODES = new Set([0x65735546, 0x4d44, 0x2011bab0]);
+
+/** Whether an inode number found in DIR still names the same file after a remount (ext4, APFS, ...: yes). */
+export async function stableInodes(dir: string): Promise<boolean> {
+  try {
+    return !UNSTABLE_INODES.has((await fs.statfs(dir)).type);
+  } catch {
+    return false;
+  }
 }
 
 export const nfc = (s: string) => s.normalize('NFC');
@@ -57,7 +86,7 @@ export async function loadIgnore(dir: string): Promise<(path: string, isFolder: 
 
 /** Walks DIR with stat only (size, mtime, inode); content is hashed later, only where it changed. */
 export async function scanLocal(dir: string, ignored: (path: string, isFolder: boolean) => boolean): Promise<LocalScan> {
-  const scan: LocalScan = { entries: new Map(), unreadable: [], clashes: [] };
+  const scan: LocalScan = { entries: new Map(), unreadable: [], clashes: [], stableInodes: await stableInodes(dir) };
   const walk = async (diskRel: string, nfcRel: string): Promise<void> => {
     let names: string[];
     try {
@@ -72,6 +101,7 @@ export async function scanLocal(dir: string, ignored: (path: string, isFolder: b
       const disk = joinPath(diskRel, name);
       const path = joinPath(nfcRel, nfc(name));
       let st;
+      const readAt = Date.now();
       try {
         st = await fs.lstat(join(dir, disk));
       } catch {
@@ -79,7 +109,7 @@ export async function scanLocal(dir: string, ignored: (path: string, isFolder: b
       }
       const type = st.isDirectory() ? 'folder' : st.isFile() ? 'file' : null;
       if (type === null || ignored(path, type === 'folder')) continue;
-      const entry: LocalEntry = { path, disk, type, size: type === 'file' ? st.size : 0, mtimeMs: st.mtimeMs, ino: st.ino };
+      const entry: LocalEntry = { path, disk, type, size: type === 'file' ? st.size : 0, mtimeMs: st.mtimeMs, ino: st.ino, racy: isRacy(st.mtimeMs, readAt) };
       if (scan.entries.has(path)) {
         scan.clashes.push(entry);
         continue;

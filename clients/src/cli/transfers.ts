@@ -5,7 +5,7 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { File } from '../../../shared/protocol';
 import { ApiError } from '../sdk/errors';
-import { STATE_DIR, type Journal } from './journal';
+import { STATE_DIR, type Journal, type PendingUpload } from './journal';
 import type { Reporter } from './output';
 import type { Session } from './session';
 import { newId } from './match';
@@ -100,6 +100,8 @@ export class Transfers {
     uploadUrl: string | undefined,
     ifMatch?: string,
   ): Promise<File> {
+    // An upload this resource had for other bytes is ended first: the journal keeps one per resource.
+    if (!uploadUrl) await this.terminate(this.journal.uploadOf(id));
     const bar = this.reporter.progress(path, size);
     const run = (url: string | undefined) =>
       this.session.client.uploadResumable({
@@ -126,5 +128,16 @@ export class Transfers {
     } finally {
       bar.done();
     }
+  }
+
+  /** Ends an abandoned upload on the service (its bytes and reserved quota go) and forgets it. */
+  private async terminate(upload: PendingUpload | undefined): Promise<void> {
+    if (!upload) return;
+    try {
+      await this.session.authed(() => this.session.client.terminateUpload(upload.url, this.signal));
+    } catch {
+      /* it expires on the service */
+    }
+    this.journal.dropUpload(upload.id);
   }
 }

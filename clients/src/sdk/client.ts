@@ -245,4 +245,18 @@ export class FilesyncClient {
     if (!this.token) return Promise.reject(new ApiError(401, { code: 'UNAUTHORIZED', message: 'not signed in' }));
     return resumableUpload({ ...options, server: this.server, token: this.token });
   }
+
+  /**
+   * Terminates a tus upload (`DELETE`): the service drops its bytes and the quota it reserved. One
+   * the service no longer holds (expired, finished, terminated) is no error.
+   */
+  async terminateUpload(url: string, signal?: AbortSignal): Promise<void> {
+    const at = url.indexOf('/v1/uploads/');
+    if (at < 0) return;
+    try {
+      await this.request({ method: 'DELETE', path: url.slice(at + 3), headers: { 'tus-resumable': '1.0.0' }, idempotent: true, signal });
+    } catch (err) {
+      if (!(err instanceof ApiError && (err.status === 404 || err.status === 410))) throw err;
+    }
+  }
 }
