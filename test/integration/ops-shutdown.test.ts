@@ -1,17 +1,15 @@
-import { existsSync, promises as fs } from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
 import type { Knex } from 'knex';
 import { newId } from '../../shared/ids';
-import { STAGING_DIR } from '../../services/gateway/uploads/upload.staging';
+import { PART_SIZE } from '../../shared/storage/s3/s3.store';
 import { Api, type ApiResponse } from '../support/client';
+import { DRIVERS, onDriver, StoredContent, type Driver } from '../support/drivers';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 import { spawnGateway, stopProcess, waitForOutput, type GatewayProcess } from '../support/processes';
 import { spawnWorker, stopWorker, type WorkerProcess } from '../support/workers';
 
 /** SIGTERM lets work in flight finish: an upload on the gateway, a sync batch on the worker. */
 let env: TestEnv;
-const gateways: GatewayProcess[] = [];
 const workers: WorkerProcess[] = [];
 let inProcess: RunningGateway | undefined;
 
@@ -20,7 +18,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all(gateways.map((g) => stopProcess(g, 'SIGKILL')));
   await Promise.all(workers.map((w) => stopWorker(w, 'SIGKILL')));
   await inProcess?.close();
   await env.dropAll();
@@ -34,76 +31,101 @@ async function until(check: () => Promise<boolean>, what: string): Promise<void>
   throw new Error(`timed out waiting for ${what}`);
 }
 
-test('an upload in flight when the gateway gets SIGTERM completes with 201, new connections are refused, and the process exits 0', async () => {
-  const gateway = await spawnGateway(env, { SHUTDOWN_TIMEOUT_MS: '30000' });
-  gateways.push(gateway);
-  const { token } = await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password);
+/**
+ * The first bytes an upload sends before the test acts: enough that the store holds staged bytes of
+ * it, a file on disk; on S3, where smaller content waits in memory, a multipart upload.
+ */
+const firstChunk = (driver: Driver) => Buffer.alloc(driver === 's3' ? PART_SIZE + 1024 * 1024 : 256 * 1024, 7);
 
-  const boundary = `----filesync${newId()}`;
-  const chunk = Buffer.alloc(256 * 1024, 7);
-  const req = http.request(`${gateway.baseUrl}/v1/files`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+describe.each(DRIVERS)('uploads at shutdown on the %s driver', (driver) => {
+  let env: TestEnv;
+  let stored: StoredContent;
+  const gateways: GatewayProcess[] = [];
+
+  beforeAll(async () => {
+    env = await createTestEnv(onDriver(driver));
+    stored = new StoredContent(env);
   });
-  const response = new Promise<{ status: number; body: string; connection: string | undefined }>((resolve, reject) => {
-    req.on('response', (res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode!, body, connection: res.headers.connection }));
+
+  afterAll(async () => {
+    await Promise.all(gateways.map((g) => stopProcess(g, 'SIGKILL')));
+    if (driver === 's3') expect(await stored.uploadDirFiles()).toEqual([]);
+    await env.dropAll();
+  });
+
+  test('an upload in flight when the gateway gets SIGTERM completes with 201, new connections are refused, and the process exits 0', async () => {
+    const gateway = await spawnGateway(env, { SHUTDOWN_TIMEOUT_MS: '30000' });
+    gateways.push(gateway);
+    const { token } = await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password);
+
+    const boundary = `----filesync${newId()}`;
+    const first = firstChunk(driver);
+    const chunk = Buffer.alloc(256 * 1024, 7);
+    const req = http.request(`${gateway.baseUrl}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
     });
-    req.on('error', reject);
+    const response = new Promise<{ status: number; body: string; connection: string | undefined }>((resolve, reject) => {
+      req.on('response', (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, body, connection: res.headers.connection }));
+      });
+      req.on('error', reject);
+    });
+    req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+    req.write(first);
+    // The gateway is streaming the part to staging: the request is truly in flight.
+    await until(async () => (await stored.stagingEntries()).length > 0, 'the staged upload');
+
+    gateway.child.kill('SIGTERM');
+    await waitForOutput(gateway, 'gateway stopping');
+    await expect(fetch(`${gateway.baseUrl}/healthz`)).rejects.toThrow();
+
+    for (let i = 0; i < 3; i++) req.write(chunk);
+    req.end(`\r\n--${boundary}--\r\n`);
+    const res = await response;
+    const size = first.length + 3 * chunk.length;
+
+    expect(res.status).toBe(201);
+    // The keep-alive connection is released with the response rather than held until its timeout.
+    expect(res.connection).toBe('close');
+    const file = JSON.parse(res.body);
+    expect(file.size).toBe(size);
+    expect(await gateway.exited).toBe(0);
+    expect(gateway.output()).toContain('gateway stopped');
+    const row = await env.db('resources').where({ id: file.id }).first();
+    expect(Number(row.size_bytes)).toBe(size);
+    expect(await stored.store.stat(row.storage_key)).toMatchObject({ size });
+    expect(await stored.stagingEntries()).toEqual([]);
   });
-  req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
-  req.write(chunk);
-  // The gateway is streaming the part to its staging file: the request is truly in flight.
-  const staging = path.join(env.uploadDir, STAGING_DIR);
-  await until(async () => existsSync(staging) && (await fs.readdir(staging)).some((f) => f.endsWith('.part')), 'the staged upload');
 
-  gateway.child.kill('SIGTERM');
-  await waitForOutput(gateway, 'gateway stopping');
-  await expect(fetch(`${gateway.baseUrl}/healthz`)).rejects.toThrow();
+  test('an upload still in flight when the shutdown deadline cuts it leaves no staged bytes behind', async () => {
+    const gateway = await spawnGateway(env, { SHUTDOWN_TIMEOUT_MS: '500' });
+    gateways.push(gateway);
+    const { token } = await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password);
+    const before = await stored.stagingEntries();
 
-  for (let i = 0; i < 3; i++) req.write(chunk);
-  req.end(`\r\n--${boundary}--\r\n`);
-  const res = await response;
+    const boundary = `----filesync${newId()}`;
+    const req = http.request(`${gateway.baseUrl}/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+    });
+    req.on('error', () => undefined);
+    req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="never-finished.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+    req.write(firstChunk(driver));
+    const staged = async () => (await stored.stagingEntries()).filter((k) => !before.includes(k));
+    await until(async () => (await staged()).length > 0, 'the staged upload');
 
-  expect(res.status).toBe(201);
-  // The keep-alive connection is released with the response rather than held until its timeout.
-  expect(res.connection).toBe('close');
-  const file = JSON.parse(res.body);
-  expect(file.size).toBe(4 * chunk.length);
-  expect(await gateway.exited).toBe(0);
-  expect(gateway.output()).toContain('gateway stopped');
-  const row = await env.db('resources').where({ id: file.id }).first();
-  expect(Number(row.size_bytes)).toBe(4 * chunk.length);
-});
+    // The client stalls: the upload is still in flight at the deadline and is cut.
+    gateway.child.kill('SIGTERM');
+    expect(await gateway.exited).toBe(0);
+    req.destroy();
 
-test('an upload still in flight when the shutdown deadline cuts it leaves no staging file behind', async () => {
-  const gateway = await spawnGateway(env, { SHUTDOWN_TIMEOUT_MS: '500' });
-  gateways.push(gateway);
-  const { token } = await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password);
-  const staging = path.join(env.uploadDir, STAGING_DIR);
-  const before = existsSync(staging) ? await fs.readdir(staging) : [];
-
-  const boundary = `----filesync${newId()}`;
-  const req = http.request(`${gateway.baseUrl}/v1/files`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+    expect(await staged()).toEqual([]);
+    expect(gateway.output()).toContain('removed the staging files of uploads that did not finish');
+    expect(await env.db('resources').where({ name: 'never-finished.bin' }).first()).toBeUndefined();
   });
-  req.on('error', () => undefined);
-  req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="never-finished.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
-  req.write(Buffer.alloc(256 * 1024, 3));
-  const staged = async () => (await fs.readdir(staging).catch(() => [] as string[])).filter((f) => f.endsWith('.part') && !before.includes(f));
-  await until(async () => (await staged()).length > 0, 'the staged upload');
-
-  // The client stalls: the upload is still in flight at the deadline and is cut.
-  gateway.child.kill('SIGTERM');
-  expect(await gateway.exited).toBe(0);
-  req.destroy();
-
-  expect(await staged()).toEqual([]);
-  expect(gateway.output()).toContain('removed the staging files of uploads that did not finish');
-  expect(await env.db('resources').where({ name: 'never-finished.bin' }).first()).toBeUndefined();
 });
 
 test('a worker stopped while it applies a batch of 1000 creates finishes it, the result arrives, and it exits 0', async () => {

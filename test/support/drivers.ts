@@ -1,6 +1,7 @@
 import { ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -11,7 +12,7 @@ import { S3ContentStore } from '../../shared/storage/s3/s3.store';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { listFilesUnder } from './fixtures';
 import type { TestEnv } from './harness';
-import { emptyPrefix } from './rgw';
+import { emptyPrefix, s3Environment } from './rgw';
 
 /**
  * The content drivers every content-path test runs on, from one body (`describe.each(DRIVERS)`):
@@ -52,6 +53,28 @@ export class StoredContent {
   /** Staging keys (bytes being received, or left by a crash), sorted. */
   async staging(): Promise<string[]> {
     return (await this.keys()).filter((k) => k.startsWith('.staging/'));
+  }
+
+  /**
+   * Everything staging holds, sorted: its keys, and on S3 also the unfinished multipart uploads of
+   * content still being received (stored parts no listing of objects shows).
+   */
+  async stagingEntries(): Promise<string[]> {
+    const multipart = (await this.unfinishedMultipartUploads()).filter((k) => k.startsWith('.staging/'));
+    return [...(await this.staging()), ...multipart.map((k) => `${k} (multipart)`)].sort();
+  }
+
+  /**
+   * Makes `keys` at least `ms` old as fsck sees them: back-dated on disk; on S3, where an object is
+   * dated by its writing and nothing changes that, by waiting.
+   */
+  async age(keys: string[], ms: number): Promise<void> {
+    if (this.store instanceof S3ContentStore) {
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      return;
+    }
+    const then = new Date(Date.now() - ms);
+    for (const key of keys) await fs.utimes(path.join(this.env.uploadDir, key), then, then);
   }
 
   /** The objects of resumable uploads in progress (their bytes and info; each driver names its own), sorted. */
@@ -157,5 +180,57 @@ export async function scratchStore(env: TestEnv, options: { missing?: boolean } 
       if (scratchDir) await fs.rm(scratchDir, { recursive: true, force: true });
       if (config.s3) await emptyPrefix(config.s3);
     },
+  };
+}
+
+/** A way to make a test environment's store stop answering, and answer again. */
+export interface StoreOutage {
+  /** The settings that route the environment's store through this outage (none on disk). */
+  setting: Record<string, string>;
+  /** The store stops answering: the bucket's endpoint refuses connections; the folder is gone. */
+  begin(env: TestEnv): Promise<void>;
+  /** The store answers again, as it was. */
+  end(env: TestEnv): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * On S3 the store is reached through a TCP relay to the suite's RGW, which the outage closes (the RGW
+ * others use keeps running); on disk UPLOAD_DIR is moved away and back.
+ */
+export async function storeOutage(driver: Driver): Promise<StoreOutage> {
+  if (driver === 'local') {
+    const away = (env: TestEnv) => `${env.uploadDir}.away`;
+    return {
+      setting: {},
+      begin: (env) => fs.rename(env.uploadDir, away(env)),
+      end: (env) => fs.rename(away(env), env.uploadDir),
+      close: async () => undefined,
+    };
+  }
+  const target = new URL(s3Environment('').S3_ENDPOINT!);
+  const sockets = new Set<net.Socket>();
+  const relay = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => undefined);
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  const listen = (port: number) => new Promise<void>((resolve, reject) => relay.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
+  const stop = async () => {
+    // Connections the client keeps alive are cut too: an outage leaves none standing.
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((resolve) => (relay.listening ? relay.close(() => resolve()) : resolve()));
+  };
+  await listen(0);
+  const port = (relay.address() as net.AddressInfo).port;
+  return {
+    setting: { S3_ENDPOINT: `http://127.0.0.1:${port}` },
+    begin: stop,
+    end: () => listen(port),
+    close: stop,
   };
 }

@@ -6,7 +6,6 @@ import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import { loadConfig, type Config } from '../../shared/config';
 import { createDb, type Db } from '../../shared/db/knex';
-import { migrateToLatest } from '../../shared/db/migrations/migrate';
 import { createLogger } from '../../shared/logger';
 import { connectRedis, masters, type RedisTarget } from '../../shared/redis/redis.connection';
 import type { PasswordHasher } from '../../services/gateway/auth/password.hasher';
@@ -15,6 +14,7 @@ import type { HttpServerOptions } from '../../services/gateway/http/http.server'
 import { openGateway, type GatewayOptions } from '../../services/gateway/open.gateway';
 import type { BatchSubmitter } from '../../services/gateway/sync/batch.submitter';
 import { emptyPrefix, s3Environment } from './rgw';
+import { migratedDatabase } from './schema.template';
 
 export const ADMIN = { username: 'admin', password: 'admin-password-1' };
 export const JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
@@ -51,7 +51,7 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     ...(overrides.STORAGE_DRIVER === 's3' ? { ...s3Environment(`${name}/`), ...overrides } : {}),
   };
   const config = loadConfig(env);
-  await migrateToLatest(config.databaseUrl);
+  await migratedDatabase(config.databaseUrl);
   const db = createDb(config.databaseUrl, { max: 10 });
   return {
     name,
