@@ -103,15 +103,24 @@ export class LocalContentStore implements ContentStore {
     }
   }
 
+  /**
+   * Runs inside the owner's transaction, with the owner's row locked: two file system calls, the
+   * folder created only when the rename finds it missing (a device's folder exists after its first file).
+   */
   async place(staged: StagedContent, key: string): Promise<void> {
     const from = this.stagedPath(staged.stagingKey);
     const to = this.pathOf(key);
-    await fs.mkdir(path.dirname(to), { recursive: true });
-    await fs.rename(from, to);
     // A rename keeps the mtime of the last byte received, which for a resumable upload can be long
-    // ago; fsck judges an orphan's age by it, so the content is dated from its placing.
+    // ago; fsck judges an orphan's age by it, so the bytes are dated now, before they reach the key.
     const now = new Date();
-    await fs.utimes(to, now, now);
+    await fs.utimes(from, now, now);
+    try {
+      await fs.rename(from, to);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await fs.mkdir(path.dirname(to), { recursive: true });
+      await fs.rename(from, to);
+    }
   }
 
   async discard(staged: StagedContent): Promise<void> {
