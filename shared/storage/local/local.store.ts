@@ -58,6 +58,8 @@ const isNotFound = (err: unknown): boolean => (err as NodeJS.ErrnoException).cod
 export class LocalContentStore implements ContentStore {
   readonly root: string;
   private tus: LocalTusStore | undefined;
+  /** Whether this process has made (or found) the staging folder, which every upload's bytes enter. */
+  private stagingMade = false;
 
   constructor(uploadDir: string) {
     this.root = path.resolve(uploadDir);
@@ -94,10 +96,15 @@ export class LocalContentStore implements ContentStore {
     const file = this.pathOf(stagingKey);
     const meter = new HashMeter(options.maxBytes);
     try {
-      await fs.mkdir(path.dirname(file), { recursive: true });
+      if (!this.stagingMade) {
+        await fs.mkdir(path.dirname(file), { recursive: true });
+        this.stagingMade = true;
+      }
       await pipeline(source, meter, createWriteStream(file, { flags: 'wx', highWaterMark: WRITE_BATCH }));
       return { stagingKey, size: meter.received, sha256: meter.digest() };
     } catch (err) {
+      // The staging folder removed under a running process: made again for the next upload.
+      if (isNotFound(err)) this.stagingMade = false;
       await fs.rm(file, { force: true });
       throw err;
     }
