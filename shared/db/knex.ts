@@ -68,6 +68,9 @@ export function createDb(url: string, pool: PoolOptions = {}): Db {
       supportBigNumbers: true,
       bigNumberStrings: true,
       connectTimeout: 5000,
+      // The owner transaction sends its last writes together (statement.batch.ts). Every statement
+      // of the service takes its values as bindings, never as text, so no value can add one.
+      multipleStatements: true,
     },
     pool: {
       min: pool.min ?? 0,

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { DerivedData } from './derived/derived.hooks';
 import type { Db } from './knex';
 import { UsageLedger } from './derived/usage.ledger';
+import { sendTogether, statementOf } from './statement.batch';
 
 /** `deviceId` of a change no device made (the scheduled purge, an operator's repair). */
 export const NO_DEVICE = '';
@@ -129,11 +130,13 @@ export class OwnerTransactions {
         clock = new ChangeClock(userId, position ?? 0, deviceId);
         const derived = DerivedData.deferWithin(trx);
         const result = await work(trx, clock);
-        await derived.flush();
-        // The byte counters go into the statement that stores the feed position: no extra round trip.
+        const last = await derived.flush(true);
+        // The byte counters go into the statement that stores the feed position, which is sent with
+        // the derived data's last statements: one round trip before the commit.
         const owner: Record<string, unknown> = await usage.columns(userId);
         if (clock.advanced) owner.change_seq = clock.position;
-        if (Object.keys(owner).length > 0) await trx('users').where({ id: userId }).update(owner);
+        if (Object.keys(owner).length > 0) last.push(statementOf(trx('users').where({ id: userId }).update(owner)));
+        await sendTogether(trx, last);
         return result;
       });
       return { value, changed: clock?.advanced ?? false };

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,redis-cluster,s3,client,sync-scale,search-1m] [-- --cpu-prof]`
+ * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,redis-cluster,s3,client,sync-scale,search-1m,peer] [-- --cpu-prof]`
  *
  * Starts the built gateway and worker as real processes on a database, upload directory and queue
  * prefix of their own, measures each scenario through the HTTP API next to its ceiling measured in
@@ -30,6 +30,7 @@ import { runClient } from './client.bench';
 import { runTus } from './tus.bench';
 import { runDav } from './dav.bench';
 import { runQuota } from './quota.bench';
+import { runPeer } from './peer.bench';
 
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> = {
   sync: runSync,
@@ -43,6 +44,8 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> 
   dav: runDav,
   quota: runQuota,
   'search-1m': runSearchBig,
+  // Only when named, with BENCH_PEER_URL and BENCH_PEER_TOKEN set: an external service beside ours.
+  peer: runPeer,
   // Each starts a second service of its own (on a Redis Cluster, on an RGW) and stops it when done.
   'redis-cluster': runRedisCluster,
   s3: runS3,
@@ -50,8 +53,8 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> 
   // Last: it starts worker processes of its own (and stops them when done).
   'sync-scale': runSyncScale,
 };
-/** Run unless --only names others; search-1m seeds two million rows, so it runs only when named. */
-const DEFAULT_SCENARIOS = Object.keys(SCENARIOS).filter((name) => name !== 'search-1m');
+/** Run unless --only names others; search-1m seeds two million rows and peer needs an external service, so they run only when named. */
+const DEFAULT_SCENARIOS = Object.keys(SCENARIOS).filter((name) => name !== 'search-1m' && name !== 'peer');
 
 interface Args {
   profile: Profile;
@@ -68,7 +71,7 @@ function parseArgs(argv: string[]): Args {
     else if (arg.startsWith('--only=')) args.only = arg.slice('--only='.length).split(',').filter(Boolean);
     else if (arg.startsWith('--out=')) args.outDir = path.resolve(arg.slice('--out='.length));
     else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,redis-cluster,s3,client,sync-scale,search-1m] [--cpu-prof] [--out=dir]');
+      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,redis-cluster,s3,client,sync-scale,search-1m,peer] [--cpu-prof] [--out=dir]');
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}`);
   }

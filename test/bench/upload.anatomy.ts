@@ -80,6 +80,7 @@ async function main(): Promise<void> {
     console.log(`sequential: p50 ${fmt(s.p50)} ms, p99 ${fmt(s.p99)} ms`);
     const until = Date.now() + 4000;
     const start = Date.now();
+    const cpu = process.cpuUsage();
     let done = 0;
     await Promise.all(Array.from({ length: 8 }, async () => {
       while (Date.now() < until) {
@@ -87,7 +88,8 @@ async function main(): Promise<void> {
         done++;
       }
     }));
-    console.log(`8 connections: ${fmt(done / ((Date.now() - start) / 1000))} uploads/s`);
+    const used = process.cpuUsage(cpu);
+    console.log(`8 connections: ${fmt(done / ((Date.now() - start) / 1000))} uploads/s, ${fmt((used.user + used.system) / 1000 / done, 2)} ms of CPU per upload (gateway and load generator, this process)`);
   } finally {
     client.close();
     await gateway.close();

@@ -85,8 +85,12 @@ export class FilesService {
    * before a byte of it is read. Exactly decided, with the file's real size, by `upload`.
    */
   async checkDeclaredSize(userId: string, contentLength: number): Promise<void> {
+    const adds = Math.max(0, contentLength - MULTIPART_FRAMING_BYTES);
+    // A body within the framing allowance may add nothing, and a write that adds nothing always
+    // fits (cannotFit): no read of the counters can refuse it, so none is made.
+    if (adds === 0) return;
     const usage = await this.usage.read(userId);
-    if (usage && cannotFit(usage, { adds: Math.max(0, contentLength - MULTIPART_FRAMING_BYTES) })) {
+    if (usage && cannotFit(usage, { adds })) {
       this.quota.refused('declared_size');
       throw quotaExceeded(usage, contentLength);
     }

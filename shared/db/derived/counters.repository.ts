@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { Statement } from '../statement.batch';
 
 /** Longest IN list sent in one statement. */
 const CHUNK = 1000;
@@ -32,18 +33,25 @@ export class CountersRepository {
    * of the indexes that start with it).
    */
   async adjust(userId: string, ids: string[], sign: 1 | -1): Promise<void> {
+    for (const statement of this.adjusting(userId, ids, sign)) await this.db.raw(statement.sql, statement.bindings);
+  }
+
+  /** The statements of `adjust`, for a caller that sends them with others (statement.batch.ts). */
+  adjusting(userId: string, ids: string[], sign: 1 | -1): Statement[] {
+    const statements: Statement[] = [];
     for (let i = 0; i < ids.length; i += CHUNK) {
       const chunk = ids.slice(i, i + CHUNK);
       // VALUES(files) is deprecated on MySQL 8.0.20+ but still works there, and is what MariaDB has.
-      await this.db.raw(
-        `INSERT INTO folder_file_counts (user_id, parent_key, files)
+      statements.push({
+        sql: `INSERT INTO folder_file_counts (user_id, parent_key, files)
          SELECT user_id, parent_key, ? * COUNT(*) FROM resources FORCE INDEX (PRIMARY)
          WHERE id IN (${chunk.map(() => '?').join(',')}) AND user_id = ? AND type = 'file' AND alive = 1
          GROUP BY user_id, parent_key
          ON DUPLICATE KEY UPDATE files = files + VALUES(files)`,
-        [sign, ...chunk, userId],
-      );
+        bindings: [sign, ...chunk, userId],
+      });
     }
+    return statements;
   }
 
   /** Adds `files` to the count of each folder (parent key: '' for the root), in one statement per 1000 folders. */

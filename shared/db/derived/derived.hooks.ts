@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { Statement } from '../statement.batch';
 import { ActiveFilesRepository } from '../repositories/active-files.repository';
 import { CountersRepository } from './counters.repository';
 import { SearchIndexRepository } from './search-index.repository';
@@ -41,7 +42,7 @@ export class DerivedData {
   private readonly unindexed = new Map<string, Set<string>>();
 
   private constructor(
-    db: Db,
+    private readonly db: Db,
     private readonly deferred: boolean,
   ) {
     this.files = new ActiveFilesRepository(db);
@@ -97,15 +98,18 @@ export class DerivedData {
   /**
    * Adds the counts and index entries that waited, from the rows' state now. For many rows (a sync
    * batch's creates): one read of the rows (active files, their folders, the lengths of their names),
-   * then one statement per table. For a few, one statement per table that reads the rows itself.
+   * then one statement per table. For a few, one statement per table that reads the rows itself,
+   * returned rather than run when `later`, for OwnerTransactions to send with its own last statement
+   * in one round trip.
    */
-  async flush(): Promise<void> {
+  async flush(later = false): Promise<Statement[]> {
+    const statements: Statement[] = [];
     for (const userId of new Set([...this.uncounted.keys(), ...this.unindexed.keys()])) {
       const uncounted = [...(this.uncounted.get(userId) ?? [])];
       const unindexed = [...(this.unindexed.get(userId) ?? [])];
       if (uncounted.length + unindexed.length <= FEW) {
-        await this.counters.adjust(userId, uncounted, 1);
-        await this.index.add(userId, unindexed.map((id) => ({ id, nameChars: MAX_NAME_CHARS })));
+        statements.push(...this.counters.adjusting(userId, uncounted, 1));
+        statements.push(...this.index.adding(userId, unindexed.map((id) => ({ id, nameChars: MAX_NAME_CHARS }))));
         continue;
       }
       const waiting = new Set(uncounted);
@@ -118,6 +122,9 @@ export class DerivedData {
     }
     this.uncounted.clear();
     this.unindexed.clear();
+    if (later) return statements;
+    for (const statement of statements) await this.db.raw(statement.sql, statement.bindings);
+    return [];
   }
 
   private async settle(): Promise<void> {

@@ -1,5 +1,6 @@
 import { crc32 } from 'node:zlib';
 import type { Knex } from 'knex';
+import type { Statement } from '../statement.batch';
 import type { ActiveFile } from '../repositories/active-files.repository';
 
 /** Longest IN list sent in one statement. */
@@ -58,21 +59,28 @@ export class SearchIndexRepository {
    * position; IGNORE only skips two trigrams of one name with the same CRC32.
    */
   async add(userId: string, files: Pick<ActiveFile, 'id' | 'nameChars'>[]): Promise<void> {
+    for (const statement of this.adding(userId, files)) await this.db.raw(statement.sql, statement.bindings);
+  }
+
+  /** The statements of `add`, for a caller that sends them with others (statement.batch.ts). */
+  adding(userId: string, files: Pick<ActiveFile, 'id' | 'nameChars'>[]): Statement[] {
     const named = files.filter((f) => f.nameChars >= GRAM);
+    const statements: Statement[] = [];
     for (let i = 0; i < named.length; i += CHUNK) {
       const chunk = named.slice(i, i + CHUNK);
       const last = Math.max(...chunk.map((f) => f.nameChars)) - (GRAM - 1);
-      await this.db.raw(
-        `INSERT IGNORE INTO search_grams (user_id, gram, name, resource_id)
+      statements.push({
+        sql: `INSERT IGNORE INTO search_grams (user_id, gram, name, resource_id)
          SELECT r.user_id, CRC32(SUBSTRING(r.lowered, p.n, ${GRAM})), r.name, r.id
          FROM (SELECT id, user_id, name, LOWER(name) AS lowered, CHAR_LENGTH(name) - ${GRAM - 1} AS last
                FROM resources FORCE INDEX (PRIMARY)
                WHERE id IN (${marks(chunk.length)}) AND user_id = ? AND type = 'file' AND alive = 1) r
          JOIN search_positions p ON p.n <= ?
          WHERE p.n <= r.last AND LOCATE(SUBSTRING(r.lowered, p.n, ${GRAM}), r.lowered) = p.n`,
-        [...chunk.map((f) => f.id), userId, last],
-      );
+        bindings: [...chunk.map((f) => f.id), userId, last],
+      });
     }
+    return statements;
   }
 
   /** Removes the entries of `ids` under their current names (call before the rename or deletion). */

@@ -58,6 +58,8 @@ const isNotFound = (err: unknown): boolean => (err as NodeJS.ErrnoException).cod
 export class LocalContentStore implements ContentStore {
   readonly root: string;
   private tus: LocalTusStore | undefined;
+  /** Whether this process has made (or found) the staging folder, which every upload's bytes enter. */
+  private stagingMade = false;
 
   constructor(uploadDir: string) {
     this.root = path.resolve(uploadDir);
@@ -94,24 +96,38 @@ export class LocalContentStore implements ContentStore {
     const file = this.pathOf(stagingKey);
     const meter = new HashMeter(options.maxBytes);
     try {
-      await fs.mkdir(path.dirname(file), { recursive: true });
+      if (!this.stagingMade) {
+        await fs.mkdir(path.dirname(file), { recursive: true });
+        this.stagingMade = true;
+      }
       await pipeline(source, meter, createWriteStream(file, { flags: 'wx', highWaterMark: WRITE_BATCH }));
       return { stagingKey, size: meter.received, sha256: meter.digest() };
     } catch (err) {
+      // The staging folder removed under a running process: made again for the next upload.
+      if (isNotFound(err)) this.stagingMade = false;
       await fs.rm(file, { force: true });
       throw err;
     }
   }
 
+  /**
+   * Runs inside the owner's transaction, with the owner's row locked: two file system calls, the
+   * folder created only when the rename finds it missing (a device's folder exists after its first file).
+   */
   async place(staged: StagedContent, key: string): Promise<void> {
     const from = this.stagedPath(staged.stagingKey);
     const to = this.pathOf(key);
-    await fs.mkdir(path.dirname(to), { recursive: true });
-    await fs.rename(from, to);
     // A rename keeps the mtime of the last byte received, which for a resumable upload can be long
-    // ago; fsck judges an orphan's age by it, so the content is dated from its placing.
+    // ago; fsck judges an orphan's age by it, so the bytes are dated now, before they reach the key.
     const now = new Date();
-    await fs.utimes(to, now, now);
+    await fs.utimes(from, now, now);
+    try {
+      await fs.rename(from, to);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await fs.mkdir(path.dirname(to), { recursive: true });
+      await fs.rename(from, to);
+    }
   }
 
   async discard(staged: StagedContent): Promise<void> {
