@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { DataStore, Upload } from '@tus/server';
 
 /**
@@ -93,6 +93,13 @@ export interface ContentHandle {
    * handed over, with no stage between it and the reader.
    */
   read(range?: ByteRange): Promise<Readable>;
+  /**
+   * Where the driver has it, in place of `read`: writes the bytes in `range` (all when absent) into
+   * `dest` itself, so that it can reuse its buffers once each write is done. Resolves once all were
+   * written, or early when `dest` is destroyed; rejects on a read failure. Never ends `dest`; the
+   * handle is released either way.
+   */
+  writeTo?(dest: Writable, range?: ByteRange): Promise<void>;
   /** Releases a handle that will not be read. */
   close(): Promise<void>;
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
+import { createReadStream, createWriteStream, promises as fs, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -20,6 +20,13 @@ const sink = () =>
 interface Sample {
   ms: number[];
   bytes: number;
+}
+
+/** CPU milliseconds (user + system) a process has used so far, from /proc/<pid>/stat (10 ms ticks). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 const rate = (s: Sample) => (s.bytes * s.ms.length) / MB / (s.ms.reduce((a, b) => a + b, 0) / 1000);
@@ -63,6 +70,7 @@ export async function runTransfer(ctx: BenchContext): Promise<ScenarioReport> {
   const plain: PlainServer = await startPlainServer();
   let last: { id: string; stored: string; bytes: number } | undefined;
   let canPut = true;
+  const rangeCpu: string[] = [];
   try {
     for (const size of profile.transfer.sizes) {
       const src = path.join(work, `source-${size.bytes}.bin`);
@@ -186,23 +194,37 @@ export async function runTransfer(ctx: BenchContext): Promise<ScenarioReport> {
         const list = ranges(last.bytes, bytes, count);
         const serviceMs: number[] = [];
         const plainMs = PLAIN_CHUNKS.map(() => [] as number[]);
+        // CPU of the gateway process and of the plain server's, over their own requests only.
+        const cpu = { service: 0, plain: PLAIN_CHUNKS.map(() => 0) };
         for (let round = 0; round < 2; round++) {
           const target = last;
+          let before = cpuMs(stack.gatewayPid);
           serviceMs.push(
             ...(await timeRanges((range) => client.request('GET', `/v1/files/${target.id}/content`, { headers: { ...auth, range }, discardBody: true }), list, bytes)),
           );
+          cpu.service += cpuMs(stack.gatewayPid) - before;
           for (const [i, chunk] of PLAIN_CHUNKS.entries()) {
             const url = `/?chunk=${chunk.value}&path=${encodeURIComponent(target.stored)}`;
+            before = cpuMs(plain.child.pid!);
             plainMs[i]!.push(...(await timeRanges((range) => plain.client.request('GET', url, { headers: { range }, discardBody: true }), list, bytes)));
+            cpu.plain[i] += cpuMs(plain.child.pid!) - before;
           }
         }
         const perSecond = (ms: number[]) => (ms.length * 1000) / ms.reduce((a, b) => a + b, 0);
         const service = perSecond(serviceMs);
-        const ceiling = Math.max(...plainMs.map(perSecond));
-        log(`transfer: ${label} ranges: ${fmt(service)} req/s (plain HTTP ${fmt(ceiling)})`);
+        const rates = plainMs.map(perSecond);
+        const ceiling = Math.max(...rates);
+        const fastest = rates.indexOf(ceiling);
+        const cpuPerRequest = { service: cpu.service / serviceMs.length, plain: cpu.plain[fastest]! / plainMs[fastest]!.length };
+        log(`transfer: ${label} ranges: ${fmt(service)} req/s (plain HTTP ${fmt(ceiling)}); CPU per request ${fmt(cpuPerRequest.service)} ms (plain HTTP ${fmt(cpuPerRequest.plain)})`);
+        rangeCpu.push(`${label}: ${fmt(cpuPerRequest.service)} ms (plain HTTP ${fmt(cpuPerRequest.plain)} ms)`);
         figures.push(figure('transfer', `range ${label}`, 'requests', 'req/s', 'rate', service, [{ name: 'plain node:http server, same ranges', value: ceiling }]));
         rows.push([`${label} ranges`, 'GET with Range, one at a time (req/s)', String(serviceMs.length), fmt(service), fmt(summarize(serviceMs).p50), '', '', fmt(ceiling), fmtRatio(service, ceiling, 'rate')]);
-        details[`range${label.replace(' ', '')}`] = { service: summarize(serviceMs), plain: Object.fromEntries(PLAIN_CHUNKS.map((c, i) => [c.label, summarize(plainMs[i]!)])) };
+        details[`range${label.replace(' ', '')}`] = {
+          service: summarize(serviceMs),
+          plain: Object.fromEntries(PLAIN_CHUNKS.map((c, i) => [c.label, summarize(plainMs[i]!)])),
+          cpuMsPerRequest: cpuPerRequest,
+        };
       }
     }
   } finally {
@@ -234,6 +256,7 @@ export async function runTransfer(ctx: BenchContext): Promise<ScenarioReport> {
     notes: [
       'Disk streams: for the upload, the same source file copied with createReadStream -> createWriteStream into a new file on the same disk; for the download, the stored file read with createReadStream into a null sink. Both from the page cache, as the service\'s own reads are.',
       `Plain HTTP (the ceiling): a bare node:http server in its own process that receives the raw body (no multipart), hashes it with SHA-256 and writes it into a file, or the stored file (or range) into the response with the same headers as the service's content responses; measured with Node's stock stream chunk sizes and with 1 MiB chunks, and the faster of the two is the ceiling. Every body is sent from the same source file in ${SEND_CHUNK / 1024 / 1024} MiB chunks by the same client.`,
+      `CPU per range request (user + system, from /proc; the plain server's at its faster chunk size): ${rangeCpu.join('; ')}.`,
       `Fixed cost of one upload whatever its size (1-byte file, 20 sequential): p50 ${fmt(fixed.p50)} ms, p99 ${fmt(fixed.p99)} ms.`,
       `The gateway and the plain upload ceiling hash every uploaded byte (SHA-256, for the ETag and the digests); SHA-256 alone over the same file in the bench process: ${hashRates.join(', ')}.`,
     ],

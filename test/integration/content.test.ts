@@ -354,6 +354,30 @@ describe.each(DRIVERS)('content replacement on the %s driver', (driver) => {
   });
 
   describe('readers and writers', () => {
+    test('downloads at once of files of several MiB each get their own bytes, whole and by range', async () => {
+      // Larger than one read (1 MiB), so reads alternate between buffers that later downloads reuse.
+      const files = await Promise.all(
+        [0, 1, 2].map(async (i) => {
+          const bytes = randomBytes(2 * 1024 * 1024 + 1000 * (i + 1));
+          const created = await uploaded(`big-${i}.bin`, bytes, 'application/octet-stream');
+          return { id: created.id, bytes };
+        }),
+      );
+      const get = async (id: string, range?: string) => {
+        const res = await fetch(`${gateway.baseUrl}/v1/files/${id}/content`, { headers: { authorization: `Bearer ${token}`, ...(range ? { range } : {}) } });
+        const body = Buffer.from(await res.arrayBuffer());
+        return { status: res.status, length: body.length, sha256: sha256(body) };
+      };
+      for (let round = 0; round < 2; round++) {
+        const answers = await Promise.all(files.flatMap((f) => [get(f.id), get(f.id, 'bytes=1048000-2097999')]));
+        files.forEach((f, i) => {
+          const part = f.bytes.subarray(1048000, 2098000);
+          expect(answers[2 * i]).toEqual({ status: 200, length: f.bytes.length, sha256: sha256(f.bytes) });
+          expect(answers[2 * i + 1]).toEqual({ status: 206, length: part.length, sha256: sha256(part) });
+        });
+      }
+    });
+
     test('a download started before a PUT gets the old bytes complete; the old file is kept as a version', async () => {
       const oldBytes = randomBytes(LIMIT);
       const file = await uploaded('streamed.bin', oldBytes, 'application/octet-stream');

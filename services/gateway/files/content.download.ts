@@ -75,8 +75,17 @@ export async function sendContent(req: Request, res: Response, file: ResourceRec
     res.end();
     return;
   }
-  // Settles when the response closes, sent or cut: a client that goes away stops the read, and a
-  // read that fails after the headers left cuts the response (the client sees a short body).
+  // A read that fails after the headers left cuts the response (the client sees a short body).
+  if (content.writeTo) {
+    try {
+      await content.writeTo(res, range);
+      if (!res.destroyed) res.end();
+    } catch {
+      res.destroy();
+    }
+    return;
+  }
+  // Settles when the response closes, sent or cut: a client that goes away stops the read.
   let stream: Readable;
   try {
     stream = await content.read(range);

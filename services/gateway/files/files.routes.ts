@@ -1,12 +1,11 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import multer from 'multer';
-import { AppError, invalid, notFound } from '../../../shared/errors';
+import { AppError, invalid } from '../../../shared/errors';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, queryString, singleParam } from '../http/request';
 import { sha256FromHexField } from '../content/digest';
 import type { StagedContent } from '../../../shared/storage/content.store';
 import type { UploadStaging } from '../uploads/upload.staging';
-import { contentEtag, notModified, sendContent, setContentHeaders } from './content.download';
 import { toFileView, toFolderView } from './files.presenter';
 import { optionalResourceId, type FileSortColumn, type FilesService } from './files.service';
 import { feedNotingFileType, fileNameIsUtf8, fileTypeDeclared } from './part.headers';
@@ -88,32 +87,6 @@ export function fileRoutes(
 
   router.get('/files/:id', authenticated, async (req, res) => {
     res.json(toFileView(await files.get(principalOf(req).userId, singleParam(req, 'id'))));
-  });
-
-  router.get('/files/:id/content', authenticated, async (req, res) => {
-    const userId = principalOf(req).userId;
-    const file = await files.get(userId, singleParam(req, 'id'));
-    if (!file.storageKey) throw notFound('this file has no content');
-    setContentHeaders(res, file);
-    // Answered here rather than by the conditional logic of a static server, which ignores
-    // If-None-Match when the request says Cache-Control: no-cache, as fetch() does whenever a
-    // conditional header is set.
-    if (notModified(req, contentEtag(file))) {
-      res.status(304).end();
-      return;
-    }
-    try {
-      const opened = await files.openContent(userId, file);
-      // The content opened may be a newer version than the row read above (see openContent).
-      setContentHeaders(res, opened.file);
-      res.attachment(opened.file.name);
-      res.type(opened.file.mimeType || 'application/octet-stream');
-      await sendContent(req, res, opened.file, opened.content);
-    } catch (err) {
-      // The error goes out as JSON, not as the file's type or as an attachment.
-      if (!res.headersSent) for (const header of ['Content-Type', 'Content-Disposition', 'ETag', 'Repr-Digest']) res.removeHeader(header);
-      throw err;
-    }
   });
 
   router.delete('/files/:id', authenticated, async (req, res) => {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { close, createReadStream, createWriteStream, fstat as fstatCb, open, promises as fs } from 'node:fs';
+import { close, closeSync, createReadStream, createWriteStream, fstatSync, open, promises as fs, read } from 'node:fs';
 import { promisify } from 'node:util';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { newId } from '../../ids';
 import {
@@ -18,6 +18,7 @@ import {
   type UploadGone,
 } from '../content.store';
 import { HashMeter } from '../hash.meter';
+import { writeDescriptor } from './descriptor.writer';
 import { LocalTusStore, TUS_PREFIX } from './tus.file-store';
 
 /** The marker file, at the top of the folder, where fsck never looks for content. */
@@ -45,8 +46,26 @@ const READ_CHUNK = 1024 * 1024;
 // Integer descriptors read by fs read streams, as a static file server reads: a FileHandle's stream
 // reads through promises and allocates more per read, and downloads are bound by reads and garbage.
 const openFd = (file: string) => promisify(open)(file, 'r');
-const fstat = promisify(fstatCb);
 const closeFd = promisify(close);
+
+/**
+ * The calls a read stream makes on a descriptor, with its close made at once: closing a descriptor
+ * opened for reading writes nothing back and does not wait for the disk, and a trip through libuv's
+ * thread pool (a hand-over to a pool thread and back) costs more than the call. Reads stay in the pool.
+ */
+const READ_FS = {
+  open,
+  read,
+  close: (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => {
+    try {
+      closeSync(fd);
+    } catch (err) {
+      done(err as NodeJS.ErrnoException);
+      return;
+    }
+    done(null);
+  },
+};
 
 const isNotFound = (err: unknown): boolean => (err as NodeJS.ErrnoException).code === 'ENOENT';
 
@@ -139,12 +158,23 @@ export class LocalContentStore implements ContentStore {
       throw isNotFound(err) ? new ContentNotFoundError(key) : err;
     });
     try {
-      const stat = await fstat(fd);
+      // The size of a file just opened is in memory (its inode was read by the open): asked at once,
+      // like the close above, rather than through the thread pool, which would add a hand-over to the
+      // wait before the first byte.
+      const stat = fstatSync(fd);
       if (!stat.isFile()) throw new ContentNotFoundError(key);
       return {
         size: stat.size,
         // The stream owns the descriptor from here and closes it when it ends, fails or is destroyed.
-        read: async (range?: ByteRange) => createReadStream('', { fd, highWaterMark: READ_CHUNK, autoClose: true, ...(range ? { start: range.start, end: range.end } : {}) }),
+        read: async (range?: ByteRange) =>
+          createReadStream('', { fd, fs: READ_FS, highWaterMark: READ_CHUNK, autoClose: true, ...(range ? { start: range.start, end: range.end } : {}) }),
+        writeTo: async (dest: Writable, range?: ByteRange) => {
+          try {
+            await writeDescriptor(fd, dest, range?.start ?? 0, range ? range.end + 1 : stat.size, READ_CHUNK);
+          } finally {
+            closeSync(fd);
+          }
+        },
         close: () => closeFd(fd),
       };
     } catch (err) {

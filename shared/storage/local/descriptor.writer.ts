@@ -1,0 +1,76 @@
+import { read } from 'node:fs';
+import type { Writable } from 'node:stream';
+
+/** Buffers kept for the next download once their bytes have left; more are allocated when needed. */
+const KEPT = 8;
+const kept: Buffer[] = [];
+
+/**
+ * A buffer of `size` bytes, reused when one is kept. Buffers outside V8's heap count towards its
+ * external memory, and every 64 MB of them allocated starts a full collection of the heap, which in
+ * the gateway is large: with a fresh buffer per read, those collections were most of a download's CPU.
+ */
+function take(size: number): Buffer {
+  const buf = kept.pop();
+  return buf?.length === size ? buf : Buffer.allocUnsafeSlow(size);
+}
+
+function keep(buf: Buffer): void {
+  if (kept.length < KEPT) kept.push(buf);
+}
+
+const readAt = (fd: number, buf: Buffer, length: number, position: number) =>
+  new Promise<number>((resolve, reject) => read(fd, buf, 0, length, position, (err, n) => (err ? reject(err) : resolve(n))));
+
+/** Settles once `dest` has handed `chunk` on (to the socket, for a response). */
+const writeTo = (dest: Writable, chunk: Buffer) =>
+  new Promise<void>((resolve, reject) => dest.write(chunk, (err) => (err ? reject(err) : resolve())));
+
+/**
+ * Writes bytes [start, end) of the open descriptor `fd` into `dest`, reading the next chunk while
+ * the last one is being written, in two buffers of `chunkSize` reused from download to download: a
+ * buffer goes back only once its write has completed, so no byte still to be sent is overwritten (a
+ * failed write's buffer is dropped). Stops early, without error, when `dest` is destroyed (the client
+ * went away); a read failure, or a file shorter than `end`, rejects. Never closes `fd` or ends `dest`.
+ */
+export async function writeDescriptor(fd: number, dest: Writable, start: number, end: number, chunkSize: number): Promise<void> {
+  let position = start;
+  let writing: { buf: Buffer; done: Promise<void> } | undefined;
+  try {
+    while (position < end && !dest.destroyed) {
+      const buf = take(chunkSize);
+      let n: number;
+      try {
+        n = await readAt(fd, buf, Math.min(chunkSize, end - position), position);
+      } catch (err) {
+        keep(buf);
+        throw err;
+      }
+      if (n === 0) {
+        keep(buf);
+        throw new Error('the content is shorter than its size');
+      }
+      position += n;
+      if (writing) {
+        await writing.done;
+        keep(writing.buf);
+        writing = undefined;
+      }
+      if (dest.destroyed) {
+        keep(buf);
+        return;
+      }
+      writing = { buf, done: writeTo(dest, buf.subarray(0, n)) };
+      // A rejection is awaited below; until then it must not count as unhandled.
+      writing.done.catch(() => undefined);
+    }
+    if (writing) {
+      await writing.done;
+      keep(writing.buf);
+    }
+  } catch (err) {
+    // The client went away while a write was pending: not a failure of the read.
+    if (dest.destroyed) return;
+    throw err;
+  }
+}
