@@ -3,6 +3,8 @@ import { DerivedData } from './derived/derived.hooks';
 import type { Db } from './knex';
 import { UsageLedger } from './derived/usage.ledger';
 import { sendTogether, statementOf } from './statement.batch';
+import { TogetherQueues, type TogetherWrite } from './owner.together';
+import { unavailable } from '../errors';
 
 /** `deviceId` of a change no device made (the scheduled purge, an operator's repair). */
 export const NO_DEVICE = '';
@@ -74,6 +76,10 @@ export const silentNotifier: ChangeNotifier = { changed: () => undefined };
  */
 export interface OwnerGate {
   enter(userId: string): Promise<() => void>;
+  /** How long a write may wait for its turn before it is refused, if the gate bounds that. */
+  readonly maxWaitMs?: number;
+  /** The error of a write refused for waiting too long (503 with Retry-After). */
+  refusal?(): Error;
 }
 
 /**
@@ -88,6 +94,17 @@ export interface OwnerCommit<T> {
   changed: boolean;
 }
 
+/** The owner's state within its transaction: the feed position reached, and the deferred ledgers. */
+interface OwnerState {
+  position: number;
+  readonly usage: UsageLedger;
+  readonly derived: DerivedData;
+}
+
+/** Most writes that share one transaction (runTogether), and most waiting per user and process. */
+const MAX_TOGETHER = 16;
+const MAX_WAITING_TOGETHER = 256;
+
 /**
  * The one way to change an owner's tree: a transaction that locks the owner's row (serialising the
  * writes of one user across devices, workers and gateways), gives the work a clock for feed positions,
@@ -95,11 +112,20 @@ export interface OwnerCommit<T> {
  * (derived.hooks.ts) and the byte counters (usage.ledger.ts), and after the commit notifies the change feed.
  */
 export class OwnerTransactions {
+  private readonly together: TogetherQueues;
+
   constructor(
     private readonly db: Db,
     private readonly notifier: ChangeNotifier = silentNotifier,
     private readonly gate?: OwnerGate,
-  ) {}
+  ) {
+    this.together = new TogetherQueues((userId, writes) => this.commitTogether(userId, writes), {
+      maxPerTransaction: MAX_TOGETHER,
+      maxWaiting: MAX_WAITING_TOGETHER,
+      maxWaitMs: gate?.maxWaitMs,
+      refusal: () => gate?.refusal?.() ?? unavailable('too many writes of this user at once; retry shortly', 2),
+    });
+  }
 
   /**
    * Runs `work` as a change of `author.userId`'s tree made by `author.deviceId` (NO_DEVICE when no
@@ -113,40 +139,110 @@ export class OwnerTransactions {
   }
 
   /**
+   * As `run`, but the work may share one transaction with other writes of the same owner that wait
+   * in this process at the same moment (owner.together.ts), in the order they came. Each runs behind
+   * a savepoint: one that fails is rolled back alone, with what it left for the end of the
+   * transaction, and rejects alone; the others commit. For writes that are many, small and
+   * independent (uploads), whose cost is mostly the lock and the commit.
+   */
+  runTogether<T>(author: ChangeAuthor, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>): Promise<T> {
+    return this.together.submit(author, work);
+  }
+
+  /**
    * The transaction of `run` without the notification, with the owner's lock taken by `lock`: for a
    * caller that tells others first (the sync worker announces its batches' results) and then calls
    * notifyChanged when `changed`.
    */
-  async commit<T>(author: ChangeAuthor, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>, lock?: OwnerLock): Promise<OwnerCommit<T>> {
-    const { userId, deviceId } = author;
-    // Passed before a connection is taken: a caller held at the gate holds nothing of the pool.
-    const leave = this.gate ? await this.gate.enter(userId) : undefined;
-    let clock: ChangeClock | undefined;
-    try {
-      const value = await this.db.transaction(async (trx) => {
-        const usage = UsageLedger.deferWithin(trx);
-        // The plain lock also reads the byte counters, so a quota check inside costs no round trip.
-        const position = lock ? await lock(trx, userId) : await usage.lockOwner(userId);
-        clock = new ChangeClock(userId, position ?? 0, deviceId);
-        const derived = DerivedData.deferWithin(trx);
-        const result = await work(trx, clock);
-        const last = await derived.flush(true);
-        // The byte counters go into the statement that stores the feed position, which is sent with
-        // the derived data's last statements: one round trip before the commit.
-        const owner: Record<string, unknown> = await usage.columns(userId);
-        if (clock.advanced) owner.change_seq = clock.position;
-        if (Object.keys(owner).length > 0) last.push(statementOf(trx('users').where({ id: userId }).update(owner)));
-        await sendTogether(trx, last);
-        return result;
-      });
-      return { value, changed: clock?.advanced ?? false };
-    } finally {
-      leave?.();
-    }
+  commit<T>(author: ChangeAuthor, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>, lock?: OwnerLock): Promise<OwnerCommit<T>> {
+    return this.transact(author.userId, lock, async (trx, owner) => {
+      const clock = new ChangeClock(author.userId, owner.position, author.deviceId);
+      const value = await work(trx, clock);
+      owner.position = clock.position;
+      return value;
+    });
   }
 
   /** Wakes the change feed's waiting requests of `userId`; only after a commit that took feed positions. */
   notifyChanged(userId: string): void {
     this.notifier.changed(userId);
   }
+
+  /** One transaction for `writes` of one owner, each settled: its value after the commit, or its error. */
+  private async commitTogether(userId: string, writes: TogetherWrite[]): Promise<void> {
+    const alone = writes.length === 1;
+    const outcomes: ({ value: unknown } | { error: unknown })[] = [];
+    const { changed } = await this.transact(userId, undefined, async (trx, owner) => {
+      for (const write of writes) {
+        // A lone write needs no savepoint: its failure rolls the whole transaction back, as in run.
+        const undo = alone ? undefined : await savepoint(trx, owner);
+        const clock = new ChangeClock(userId, owner.position, write.author.deviceId);
+        try {
+          outcomes.push({ value: await write.work(trx, clock) });
+          owner.position = clock.position;
+        } catch (error) {
+          if (!undo) throw error;
+          await undo(error);
+          outcomes.push({ error });
+        }
+      }
+    }).catch((err: unknown) => {
+      for (const write of writes) write.reject(err);
+      return { changed: false };
+    });
+    if (changed) this.notifyChanged(userId);
+    outcomes.forEach((outcome, i) => ('error' in outcome ? writes[i]!.reject(outcome.error) : writes[i]!.resolve(outcome.value)));
+  }
+
+  /**
+   * Locks the owner (its row, or `lock`), runs `body`, then writes what waited for the end (derived
+   * data, byte counters, the feed position) in one round trip and commits. `changed`: the body took
+   * feed positions.
+   */
+  private async transact<R>(userId: string, lock: OwnerLock | undefined, body: (trx: Knex.Transaction, owner: OwnerState) => Promise<R>): Promise<OwnerCommit<R>> {
+    // Passed before a connection is taken: a caller held at the gate holds nothing of the pool.
+    const leave = this.gate ? await this.gate.enter(userId) : undefined;
+    let changed = false;
+    try {
+      const value = await this.db.transaction(async (trx) => {
+        const usage = UsageLedger.deferWithin(trx);
+        // The plain lock also reads the byte counters, so a quota check inside costs no round trip.
+        const start = (lock ? await lock(trx, userId) : await usage.lockOwner(userId)) ?? 0;
+        const owner: OwnerState = { position: start, usage, derived: DerivedData.deferWithin(trx) };
+        const result = await body(trx, owner);
+        const last = await owner.derived.flush(true);
+        // The byte counters go into the statement that stores the feed position, which is sent with
+        // the derived data's last statements: one round trip before the commit.
+        const columns: Record<string, unknown> = await usage.columns(userId);
+        if (owner.position !== start) columns.change_seq = owner.position;
+        if (Object.keys(columns).length > 0) last.push(statementOf(trx('users').where({ id: userId }).update(columns)));
+        await sendTogether(trx, last);
+        changed = owner.position !== start;
+        return result;
+      });
+      return { value, changed };
+    } finally {
+      leave?.();
+    }
+  }
+}
+
+/**
+ * Marks where the next write of a shared transaction starts; the returned function undoes that write
+ * after it failed with `cause`: its rows by the database, its byte deltas here. The derived data needs
+ * nothing: what waits for its flush is read from the rows then, and the undone rows are gone. When the
+ * database cannot go back to the mark (a deadlock ended the whole transaction), `cause` ends the
+ * transaction for every write in it.
+ */
+async function savepoint(trx: Knex.Transaction, owner: OwnerState): Promise<(cause: unknown) => Promise<void>> {
+  await trx.raw('SAVEPOINT together');
+  const restoreUsage = owner.usage.checkpoint();
+  return async (cause) => {
+    try {
+      await trx.raw('ROLLBACK TO SAVEPOINT together');
+    } catch {
+      throw cause;
+    }
+    restoreUsage();
+  };
 }

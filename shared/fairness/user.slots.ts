@@ -90,11 +90,12 @@ export const MAX_QUEUED_WRITES_PER_USER = 256;
  * requests ever wait here; other users' requests find the pool as if the flood were not there.
  */
 export function userWriteGate(slots: UserSlots, maxWaitMs: number, maxQueued = MAX_QUEUED_WRITES_PER_USER): OwnerGate {
+  const refusal = () => unavailable('too many writes of this user at once; retry shortly', 2);
   return {
+    maxWaitMs,
+    refusal,
     async enter(userId: string) {
-      if (!(await slots.take(userId, maxWaitMs, maxQueued))) {
-        throw unavailable('too many writes of this user at once; retry shortly', 2);
-      }
+      if (!(await slots.take(userId, maxWaitMs, maxQueued))) throw refusal();
       let released = false;
       return () => {
         if (released) return;

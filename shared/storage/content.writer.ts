@@ -31,7 +31,8 @@ export interface CommitInput<T> {
  * before the commit, the placed bytes are removed and the rows and old bytes stay as they were. A
  * crash between the placing and the commit leaves the new key unreferenced, and one after the commit
  * leaves the old one: both are content no row names, which fsck reports. The staged bytes never
- * outlive the call.
+ * outlive the call. Uploads of one owner arriving together share one owner transaction
+ * (OwnerTransactions.runTogether), each behind its own savepoint.
  */
 export class ContentWriter {
   constructor(
@@ -47,7 +48,7 @@ export class ContentWriter {
     let consumed = false;
     try {
       input.check?.();
-      const result = await this.owners.run(input.author, async (trx, clock) => {
+      const result = await this.owners.runTogether(input.author, async (trx, clock) => {
         const placement = await input.decide(trx, clock);
         await this.store.place(staged, placement.key);
         consumed = true;

@@ -121,6 +121,22 @@ export class UsageLedger {
     return owner;
   }
 
+  /**
+   * The deltas waiting now; the returned function puts them back, for a write undone by a rollback to
+   * a savepoint (OwnerTransactions.runTogether). The counters read under the lock stay: nothing writes
+   * them before the end of the transaction.
+   */
+  checkpoint(): () => void {
+    const deltas = new Map([...this.deltas].map(([userId, d]) => [userId, { ...d }]));
+    const inTrash = new Map([...this.inTrash].map(([userId, ids]) => [userId, new Set(ids)]));
+    return () => {
+      this.deltas.clear();
+      for (const [userId, d] of deltas) this.deltas.set(userId, { ...d });
+      this.inTrash.clear();
+      for (const [userId, ids] of inTrash) this.inTrash.set(userId, new Set(ids));
+    };
+  }
+
   private async writeAll(): Promise<void> {
     await this.settleTrash();
     for (const [userId, d] of this.deltas) if (USAGE_KINDS.some((k) => d[k] !== 0)) await this.repo.add(userId, d);
