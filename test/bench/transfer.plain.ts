@@ -42,7 +42,8 @@ export function multipart(file: string, name: string, bytes: number): { body: Re
  *   writes it to a new file (createWriteStream with that highWaterMark), then answers with the digest;
  * - GET streams the file, or the one range `bytes=a-b` asked for, into the response (createReadStream),
  *   with the headers the gateway sends with content (same names, values of the same length), so the
- *   ceiling moves as many header bytes as the service does.
+ *   ceiling moves as many header bytes as the service does; with `id=` (and a floor, below) only
+ *   after the token and the row were checked.
  */
 const PLAIN_SERVER = `
 const http = require('node:http');
@@ -59,8 +60,35 @@ const CONTENT_HEADERS = {
   'content-type': 'application/octet-stream',
   'accept-ranges': 'bytes',
 };
+// The floor of an authenticated read: the token checked as the service checks it, the file's row read
+// with one SELECT of the caller's file, then the same streaming.
+const floor = process.env.FLOOR_DATABASE_URL
+  ? { key: crypto.createSecretKey(Buffer.from(process.env.FLOOR_JWT_SECRET, 'utf8')), pool: require('mysql2').createPool({ uri: process.env.FLOOR_DATABASE_URL, connectionLimit: 4 }) }
+  : undefined;
+function authorize(req, q, done) {
+  let claims;
+  try {
+    claims = require('jsonwebtoken').verify(/^Bearer (.+)$/.exec(req.headers.authorization || '')[1], floor.key, { algorithms: ['HS256'] });
+  } catch { done(401); return; }
+  floor.pool.query(
+    'SELECT storage_key, size_bytes, content_sha256 FROM resources WHERE user_id = ? AND id = ? AND type = ? AND deleted_at IS NULL',
+    [claims.sub, q.get('id'), 'file'],
+    (err, rows) => done(err ? 500 : rows.length === 1 ? 0 : 404),
+  );
+}
 const server = http.createServer((req, res) => {
   const q = new URL(req.url, 'http://x').searchParams;
+  if (q.has('id') && floor) {
+    q.delete('id');
+    authorize(req, new URL(req.url, 'http://x').searchParams, (status) => {
+      if (status) { res.writeHead(status); res.end(); return; }
+      serve(req, res, q);
+    });
+    return;
+  }
+  serve(req, res, q);
+});
+function serve(req, res, q) {
   const file = q.get('path');
   const chunk = Number(q.get('chunk')) || undefined;
   if (req.method === 'POST') {
@@ -87,7 +115,7 @@ const server = http.createServer((req, res) => {
     res.writeHead(200, { 'content-length': st.size });
     fs.createReadStream(file, { highWaterMark: chunk }).pipe(res);
   });
-});
+}
 server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
 `;
 
@@ -96,8 +124,14 @@ export interface PlainServer {
   client: HttpClient;
 }
 
-export async function startPlainServer(): Promise<PlainServer> {
-  const child = spawn(process.execPath, ['-e', PLAIN_SERVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+/**
+ * `floor`: the service's database and token secret, so that a GET with `?id=<file id>` and the
+ * caller's bearer token first verifies the token and reads the file's row, as any authenticated read
+ * must, before it streams.
+ */
+export async function startPlainServer(floor?: { databaseUrl: string; jwtSecret: string }): Promise<PlainServer> {
+  const env = floor ? { ...process.env, FLOOR_DATABASE_URL: floor.databaseUrl, FLOOR_JWT_SECRET: floor.jwtSecret } : process.env;
+  const child = spawn(process.execPath, ['-e', PLAIN_SERVER], { stdio: ['ignore', 'pipe', 'inherit'], env });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
     child.once('exit', (code) => reject(new Error(`plain HTTP server exited (${code})`)));
