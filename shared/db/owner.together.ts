@@ -14,7 +14,7 @@ export interface TogetherLimits {
   maxPerTransaction: number;
   /** Most writes of one user waiting behind a running transaction; one more is refused at once. */
   maxWaiting: number;
-  /** How long a write may wait for its turn; then it is refused. Unbounded when absent. */
+  /** How long a write may wait for its turn; then it is refused. Unbounded when absent; 0: never held. */
   maxWaitMs?: number;
   /** The error a refused write gets (503 with Retry-After in the gateway). */
   refusal: () => Error;
@@ -48,6 +48,13 @@ export class TogetherQueues {
 
   submit<T>(author: ChangeAuthor, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
+      const write: TogetherWrite = { author, work, resolve: resolve as (value: unknown) => void, reject };
+      // Writes that may not wait at all (USER_WRITE_WAIT_MS=0) are not held for a shared transaction
+      // either: each goes to the owner's gate at once, as a write of its own.
+      if (this.limits.maxWaitMs !== undefined && this.limits.maxWaitMs <= 0) {
+        this.commit(author.userId, [write]).catch(reject);
+        return;
+      }
       let owner = this.owners.get(author.userId);
       if (!owner) {
         owner = { waiting: [], running: false };
@@ -57,7 +64,7 @@ export class TogetherQueues {
         reject(this.limits.refusal());
         return;
       }
-      const entry: Waiting = { write: { author, work, resolve: resolve as (value: unknown) => void, reject } };
+      const entry: Waiting = { write };
       owner.waiting.push(entry);
       if (owner.running) this.startTimer(owner, entry);
       else void this.drain(author.userId, owner);
