@@ -94,6 +94,29 @@ export interface OwnerCommit<T> {
   changed: boolean;
 }
 
+/** Per owner transaction: what runs once its writes are done, before the commit (beforeCommit). */
+const finishing = new WeakMap<object, Array<() => Promise<void>>>();
+
+/**
+ * Runs `step` once the work of the owner transaction `trx` is done, before its commit, at the same
+ * time as the steps other writes of a shared transaction registered: placing content (an object
+ * store's PUT) then costs one round trip for a group of uploads, not one each under the lock. If a
+ * step fails, the transaction is rolled back. Outside an owner transaction the step runs at once.
+ */
+export async function beforeCommit(trx: Knex.Transaction, step: () => Promise<void>): Promise<void> {
+  const steps = finishing.get(trx);
+  if (steps) steps.push(step);
+  else await step();
+}
+
+/** Runs the registered steps together; once all have settled, the first failure is thrown. */
+async function finish(trx: Knex.Transaction): Promise<void> {
+  const steps = finishing.get(trx) ?? [];
+  finishing.delete(trx);
+  const failed = (await Promise.allSettled(steps.map((step) => step()))).find((r) => r.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+}
+
 /** The owner's state within its transaction: the feed position reached, and the deferred ledgers. */
 interface OwnerState {
   position: number;
@@ -209,7 +232,9 @@ export class OwnerTransactions {
         // The plain lock also reads the byte counters, so a quota check inside costs no round trip.
         const start = (lock ? await lock(trx, userId) : await usage.lockOwner(userId)) ?? 0;
         const owner: OwnerState = { position: start, usage, derived: DerivedData.deferWithin(trx) };
+        finishing.set(trx, []);
         const result = await body(trx, owner);
+        await finish(trx);
         const last = await owner.derived.flush(true);
         // The byte counters go into the statement that stores the feed position, which is sent with
         // the derived data's last statements: one round trip before the commit.
@@ -229,7 +254,8 @@ export class OwnerTransactions {
 
 /**
  * Marks where the next write of a shared transaction starts; the returned function undoes that write
- * after it failed with `cause`: its rows by the database, its byte deltas here. The derived data needs
+ * after it failed with `cause`: its rows by the database, its byte deltas and its steps before the
+ * commit here. The derived data needs
  * nothing: what waits for its flush is read from the rows then, and the undone rows are gone. When the
  * database cannot go back to the mark (a deadlock ended the whole transaction), `cause` ends the
  * transaction for every write in it.
@@ -237,6 +263,8 @@ export class OwnerTransactions {
 async function savepoint(trx: Knex.Transaction, owner: OwnerState): Promise<(cause: unknown) => Promise<void>> {
   await trx.raw('SAVEPOINT together');
   const restoreUsage = owner.usage.checkpoint();
+  const steps = finishing.get(trx);
+  const stepsBefore = steps?.length ?? 0;
   return async (cause) => {
     try {
       await trx.raw('ROLLBACK TO SAVEPOINT together');
@@ -244,5 +272,6 @@ async function savepoint(trx: Knex.Transaction, owner: OwnerState): Promise<(cau
       throw cause;
     }
     restoreUsage();
+    steps?.splice(stepsBefore);
   };
 }

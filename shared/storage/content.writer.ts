@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { ChangeAuthor, ChangeClock, OwnerTransactions } from '../db/owner.transaction';
+import { beforeCommit, type ChangeAuthor, type ChangeClock, type OwnerTransactions } from '../db/owner.transaction';
 import type { Logger } from '../logger';
 import type { ContentStore, StagedContent } from './content.store';
 
@@ -27,7 +27,7 @@ export interface CommitInput<T> {
 /**
  * The one way staged bytes become a file's content, for every kind of upload (POST /files, PUT
  * content, tus completion): in the owner's transaction the rows are written, then the bytes placed
- * under the key they name; after the commit the replaced content is removed. If anything fails
+ * under the key they name (just before the commit, with those of the uploads sharing it); after the commit the replaced content is removed. If anything fails
  * before the commit, the placed bytes are removed and the rows and old bytes stay as they were. A
  * crash between the placing and the commit leaves the new key unreferenced, and one after the commit
  * leaves the old one: both are content no row names, which fsck reports. The staged bytes never
@@ -50,10 +50,13 @@ export class ContentWriter {
       input.check?.();
       const result = await this.owners.runTogether(input.author, async (trx, clock) => {
         const placement = await input.decide(trx, clock);
-        await this.store.place(staged, placement.key);
-        consumed = true;
-        placed = placement.key;
         replaced = [placement.replacedKey, ...(placement.droppedKeys ?? [])];
+        // Once every write of the transaction is decided, with the other uploads' placing.
+        await beforeCommit(trx, async () => {
+          await this.store.place(staged, placement.key);
+          consumed = true;
+          placed = placement.key;
+        });
         return placement.result;
       });
       placed = undefined;

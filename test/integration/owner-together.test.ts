@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { DerivedRepair } from '../../shared/db/derived/derived.repair';
 import { UsageLedger } from '../../shared/db/derived/usage.ledger';
-import { OwnerTransactions, type ChangeClock } from '../../shared/db/owner.transaction';
+import { beforeCommit, OwnerTransactions, type ChangeClock } from '../../shared/db/owner.transaction';
 import { ResourceRepository } from '../../shared/db/repositories/resource.repository';
 import { UsageRepository } from '../../shared/db/repositories/usage.repository';
 import { newId } from '../../shared/ids';
@@ -70,6 +70,37 @@ test('writes waiting together share one transaction; the one that fails is undon
   // Its bytes, search entries and folder counts went with it.
   expect(await new UsageRepository(stack.env.db).differences(userId)).toEqual([]);
   expect(await new DerivedRepair(stack.env.db).run({ fix: false, userIds: [userId] })).toMatchObject({ counts: [], index: [] });
+});
+
+test('steps before the commit run for the writes that stay, not for one undone; a failing step rolls the whole group back', async () => {
+  const { userId, deviceId } = await stack.admin.createUser('together-steps');
+  const owners = new OwnerTransactions(stack.env.db);
+  const author = { userId, deviceId };
+  const ran: string[] = [];
+  const write = (name: string, opts: { fail?: boolean; failStep?: boolean } = {}) =>
+    owners.runTogether(author, async (trx, clock) => {
+      await new ResourceRepository(trx).insert({
+        id: newId(), userId, parentId: null, type: 'file', name, sizeBytes: 0, mimeType: null,
+        extension: null, storageKey: null, contentSha256: null, createdAt: new Date(), change: clock.next(),
+      });
+      await beforeCommit(trx, async () => {
+        if (opts.failStep) throw new Error(`step of ${name} failed`);
+        ran.push(name);
+      });
+      if (opts.fail) throw new Error(`${name} refused`);
+      return name;
+    });
+
+  const first = await Promise.allSettled([write('a.txt'), write('b.txt'), write('c.txt', { fail: true }), write('d.txt')]);
+  expect(first.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+  expect(ran.sort()).toEqual(['a.txt', 'b.txt', 'd.txt']);
+
+  ran.length = 0;
+  // Once the first group's turn is over, the next write again starts alone.
+  await new Promise((resolve) => setImmediate(resolve));
+  const second = await Promise.allSettled([write('e.txt'), write('f.txt'), write('g.txt', { failStep: true }), write('h.txt')]);
+  expect(second.map((o) => (o.status === 'rejected' ? (o.reason as Error).message : o.value))).toEqual(['e.txt', 'step of g.txt failed', 'step of g.txt failed', 'step of g.txt failed']);
+  expect((await activeFiles(userId)).map((r: { name: string }) => r.name).sort()).toEqual(['a.txt', 'b.txt', 'd.txt', 'e.txt']);
 });
 
 test('a lone write that fails rolls back its whole transaction, as run does', async () => {
