@@ -38,7 +38,7 @@ import { contentRoutes } from './content/content.routes';
 import { ContentService } from './content/content.service';
 import { deviceRoutes } from './devices/devices.routes';
 import { DevicesService } from './devices/devices.service';
-import { downloadRoutes } from './files/download.routes';
+import { mountDownloads } from './files/download.routes';
 import { fileRoutes } from './files/files.routes';
 import { FilesService } from './files/files.service';
 import { errorHandler, notFoundHandler, refuseDeepJson } from './http/errors.middleware';
@@ -198,6 +198,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     }) as RequestHandler,
   );
 
+  // Downloads first: no other route answers GET on a file's content, and each one passed costs CPU.
+  mountDownloads(app, files, authenticated);
   app.use(healthRoutes(new ReadinessService(db, sync, store)));
   app.use(metricsRoutes(metrics.registry));
   app.use(docsRoutes());
@@ -208,8 +210,6 @@ export function buildGateway(deps: GatewayDeps): Gateway {
 
   const v1 = express.Router();
   v1.use(recordMountPath);
-  // Downloads first: no router below answers GET on a file's content, and each one passed costs CPU.
-  v1.use(downloadRoutes(files, authenticated));
   // Ahead of the body parser too, so a malformed sign-in counts as "invalid" rather than not at all.
   v1.use('/auth/login', metrics.loginOutcomes());
   // The sync batch is parsed by its own route without loss of 64-bit integers, so it comes first.
