@@ -255,10 +255,9 @@ export class OwnerTransactions {
 /**
  * Marks where the next write of a shared transaction starts; the returned function undoes that write
  * after it failed with `cause`: its rows by the database, its byte deltas and its steps before the
- * commit here. The derived data needs
- * nothing: what waits for its flush is read from the rows then, and the undone rows are gone. When the
- * database cannot go back to the mark (a deadlock ended the whole transaction), `cause` ends the
- * transaction for every write in it.
+ * commit here. The derived data needs nothing: what waits for its flush is read from the rows then,
+ * and the undone rows are gone. When the database cannot go back to the mark (a deadlock ended the
+ * whole transaction), `cause` ends the transaction for every write in it.
  */
 async function savepoint(trx: Knex.Transaction, owner: OwnerState): Promise<(cause: unknown) => Promise<void>> {
   await trx.raw('SAVEPOINT together');
