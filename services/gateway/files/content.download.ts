@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { AppError } from '../../../shared/errors';
 import type { ByteRange, ContentHandle } from '../../../shared/storage/content.store';
 import { reprDigest } from '../content/digest';
+import { sendCoalesced } from '../http/coalesced.pipe';
 import type { ResourceRecord } from './files.service';
 
 /** The ETag of a file's content: its SHA-256, quoted. */
@@ -98,17 +99,7 @@ export async function sendContent(req: Request, res: Response, file: ResourceRec
     stream.destroy();
     return;
   }
-  await new Promise<void>((resolve) => {
-    stream.once('error', () => {
-      res.destroy();
-      resolve();
-    });
-    res.once('close', () => {
-      stream.destroy();
-      resolve();
-    });
-    stream.pipe(res);
-  });
+  await sendCoalesced(stream, res);
 }
 
 /** The headers every content response carries, 304 included. */
