@@ -82,7 +82,7 @@ export class TogetherQueues {
     }, maxWaitMs);
   }
 
-  /** Runs the owner's transactions one after another while writes wait; `commit` never rejects. */
+  /** Runs the owner's transactions one after another while writes wait; a failed one refuses its group. */
   private async drain(userId: string, owner: Owner): Promise<void> {
     owner.running = true;
     try {

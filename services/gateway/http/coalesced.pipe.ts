@@ -1,19 +1,19 @@
 import type { Readable, Writable } from 'node:stream';
 
+/** Most bytes held back for one write. */
+const MAX_PENDING_BYTES = 1024 * 1024;
+
 /**
  * Sends `source` into `dest` as `pipe` does, but writes the chunks that arrived within one turn of the
  * event loop together (corked: one `writev`), not one system call each. A socket read gives at most
- * 64 KiB, and a download from an object store arrives as several of them per turn; one write for all
- * of them cost the gateway about a quarter less CPU per MiB than `pipe` (a proxy between two local
- * servers: 2.1 to 2.6 ms against 3.0 to 3.5). Backpressure holds as with `pipe`: when `dest` is full,
- * `source` pauses until it drains.
+ * 64 KiB, and a download from an object store arrives as several of them per turn: one write for all
+ * of them took the gateway's CPU per MiB downloaded from 7.3 ms to 2.9–5.7 in the S3 bench
+ * (docs/BENCHMARKS.md). Backpressure holds as with `pipe`: when `dest` is full, `source` pauses until
+ * it drains.
  *
  * Settles once `dest` closes, sent whole or cut. A failing `source` destroys `dest` (the client sees a
  * short body); a `dest` that closes first destroys `source`. Ends `dest` after the last byte.
  */
-/** Most bytes held back for one write. */
-const MAX_PENDING_BYTES = 1024 * 1024;
-
 export function sendCoalesced(source: Readable, dest: Writable): Promise<void> {
   return new Promise<void>((resolve) => {
     let pending: Buffer[] = [];
