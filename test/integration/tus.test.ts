@@ -105,6 +105,25 @@ describe.each(DRIVERS)('resumable uploads on the %s driver', (driver) => {
         await proxy.close();
       }
     });
+    test('an upload whose bytes all arrived but whose completion never ran is completed by an empty PATCH at its size, not stuck', async () => {
+      const data = randomBytes(3 * 1024);
+      const location = await raw.start(data.length, { name: 'late-finish.bin' });
+      // The bytes reach the store, as in a PATCH that ended before its completion could run (its
+      // lock's Redis went away, its gateway died): on S3 the multipart upload is then completed.
+      const { Readable } = await import('node:stream');
+      await stored.store.resumable.dataStore(3600_000).write(Readable.from([data]), idOf(location), 0);
+      const head = await raw.head(location);
+      expect(head.status).toBe(200);
+      expect(head.headers.get('upload-offset')).toBe(String(data.length));
+
+      const finish = await raw.patch(location, data.length, Buffer.alloc(0));
+      expect(finish.status).toBe(200);
+      expect(finish.body).toMatchObject({ name: 'late-finish.bin', size: data.length, sha256: sha256(data) });
+      const got = await fetch(`${gateway.baseUrl}/v1/files/${finish.body.id}/content`, { headers: { authorization: `Bearer ${owner.token}` } });
+      expect(got.status).toBe(200);
+      expect(Buffer.from(await got.arrayBuffer()).equals(data)).toBe(true);
+      expect(await tusFiles()).toEqual([]);
+    });
   });
 
   describe('the rules of /v1/uploads', () => {

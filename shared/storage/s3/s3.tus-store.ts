@@ -75,9 +75,28 @@ export class S3TusStore extends S3Store implements ResumableDataStore {
       },
     });
     pipeline(readable, hashed, () => undefined);
-    const newOffset = await super.write(hashed, id, offset);
+    let newOffset: number;
+    try {
+      newOffset = await super.write(hashed, id, offset);
+    } catch (err) {
+      if (!(await this.completedAt(id, offset, err))) throw err;
+      // Its multipart upload was completed by a PATCH whose own completion then failed (the lock's
+      // Redis went away, the gateway died): the library cannot write to it any more, and every
+      // retried PATCH would fail. An empty PATCH at its size now reports it complete, so the
+      // upload's completion runs again instead of the upload being stuck until it expires.
+      hashed.resume();
+      return offset;
+    }
     if (hash) this.hashes.keep(id, hash, newOffset);
     return newOffset;
+  }
+
+  /** Whether `err` came from an upload whose multipart upload is already complete at `offset`, its size. */
+  private async completedAt(id: string, offset: number, err: unknown): Promise<boolean> {
+    const code = (err as { Code?: unknown; name?: unknown }).Code ?? (err as { name?: unknown }).name;
+    if (code !== 'NoSuchUpload' && code !== 'NoSuchKey') return false;
+    const upload = await super.getUpload(id).catch(() => undefined);
+    return upload?.size !== undefined && upload.offset === upload.size && offset === upload.size;
   }
 
   /** See the local store: the library reads an upload completed by its creation once more. */
