@@ -1,7 +1,9 @@
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { ContentNotFoundError, type ByteRange, type ContentHandle } from '../content.store';
 import { isNotFound, statusOf } from './s3.client';
+import type { S3SocketReads } from './s3.socket-reads';
 
 /** Size and ETag of objects read recently; the oldest are dropped first. */
 const HEAD_CACHE_ENTRIES = 10_000;
@@ -27,6 +29,8 @@ export class S3Reads {
   constructor(
     private readonly client: S3Client,
     private readonly bucket: string,
+    /** Reads straight into a response, on a plain-HTTP endpoint (s3.socket-reads.ts). */
+    private readonly sockets?: S3SocketReads,
   ) {}
 
   /** A handle on the object `objectKey`; `key` (the store's key of it) names it in a not-found error. */
@@ -38,11 +42,20 @@ export class S3Reads {
       if (this.heads.size >= HEAD_CACHE_ENTRIES) this.heads.delete(this.heads.keys().next().value as string);
       this.heads.set(objectKey, head);
     }
-    const { etag } = head;
+    const { etag, size } = head;
+    const { sockets } = this;
     return {
-      size: head.size,
+      size,
       // Pinned to the ETag seen at opening: bytes of a newer object under the key are never mixed in.
       read: (range?: ByteRange) => this.download(objectKey, etag, range),
+      ...(sockets && {
+        writeTo: async (dest: Writable, range?: ByteRange) => {
+          const outcome = await sockets.writeTo(objectKey, etag, size, range, dest);
+          if (outcome.sent) return;
+          // Declined before a byte was sent: the SDK reads it, retrying and naming the error.
+          await pipeline(await this.download(objectKey, etag, range), dest, { end: false });
+        },
+      }),
       close: async () => undefined,
     };
   }

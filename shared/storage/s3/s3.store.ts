@@ -26,6 +26,7 @@ import { HashMeter } from '../hash.meter';
 import { createS3Client, isNotFound, statusOf } from './s3.client';
 import { listMultipartUploads, listObjects, type MultipartUpload } from './s3.listing';
 import { S3Reads } from './s3.reads';
+import { S3SocketReads } from './s3.socket-reads';
 import { HELD_IN_MEMORY, readUpTo } from './s3.staging';
 import { S3TusStore, TUS_PREFIX } from './s3.tus-store';
 
@@ -57,10 +58,13 @@ export class S3ContentStore implements ContentStore {
   private readonly held = new Map<string, Buffer>();
   /** HEADs, cached, and GETs pinned to an ETag (s3.reads.ts). */
   private readonly reads: S3Reads;
+  /** @internal Downloads over a plain-HTTP endpoint's sockets (s3.socket-reads.ts); undefined on TLS. */
+  readonly socketReads: S3SocketReads | undefined;
 
   constructor(readonly config: S3Config) {
     this.client = createS3Client(config);
-    this.reads = new S3Reads(this.client, config.bucket);
+    this.socketReads = S3SocketReads.for(this.client, config);
+    this.reads = new S3Reads(this.client, config.bucket, this.socketReads);
   }
 
   get location(): string {

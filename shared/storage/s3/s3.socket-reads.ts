@@ -1,0 +1,219 @@
+import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
+import type { Writable } from 'node:stream';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { SignatureV4 } from '@smithy/signature-v4';
+import type { S3Config } from '../../config';
+import type { ByteRange } from '../content.store';
+import { parseResponseHead, SocketPool, type PooledSocket } from './s3.sockets';
+
+/** A status line and headers longer than this are not an object store's answer to a GET. */
+const MAX_HEAD_BYTES = 64 * 1024;
+/** The bytes copied out of the shared receive buffer are carved from slabs of this size. */
+const SLAB_BYTES = 4 * 1024 * 1024;
+/** A read that receives nothing for this long fails. */
+const READ_TIMEOUT_MS = 30_000;
+/** SHA-256 of the empty body of a GET, as SigV4 signs it. */
+const EMPTY_BODY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
+const toBytes = (data: string | ArrayBuffer | ArrayBufferView): string | Uint8Array =>
+  typeof data === 'string' ? data : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(data);
+
+/** Node's hashes in the shape the SigV4 signer takes. */
+class NodeSha256 {
+  private readonly hash: Hash | Hmac;
+  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
+    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', toBytes(secret));
+  }
+  update(data: string | ArrayBuffer | ArrayBufferView): void {
+    this.hash.update(toBytes(data));
+  }
+  async digest(): Promise<Uint8Array> {
+    return this.hash.digest();
+  }
+}
+
+/** S3's encoding of a key in a path: each segment as RFC 3986 unreserved characters or escapes. */
+const encodeKey = (key: string) =>
+  key
+    .split('/')
+    .map((s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`))
+    .join('/');
+
+/** The outcome of one GET on a connection: the bytes went to `dest`, or the answer was not one to stream. */
+type Exchange = { sent: true } | { sent: false; reason: string };
+
+/**
+ * GETs of objects written straight into a response over plain HTTP, for an endpoint on `http:` (an
+ * object store on the same network). The connection reads into one reused buffer and each read's
+ * bytes are copied once into a slab, where Node's HTTP client would allocate a buffer per 64 KiB
+ * read; the copy is what lets a download through the gateway keep pace with reading the bucket
+ * directly (docs/BENCHMARKS.md, "Content on S3").
+ *
+ * Only the answer this path expects is streamed: the status asked for, a Content-Length of the size
+ * asked for, no transfer coding. Anything else (a precondition failure, a missing object, a slow
+ * down, a connection that fails before answering) is `declined` before a byte reaches `dest`, and
+ * the caller reads through the SDK, which retries and names the error.
+ */
+export class S3SocketReads {
+  private readonly pool: SocketPool;
+  private readonly signer: SignatureV4;
+  private readonly endpoint: URL;
+  private slab = Buffer.allocUnsafe(SLAB_BYTES);
+  private slabUsed = 0;
+  /** Reads streamed over the socket, and reads declined to the SDK, since the start. */
+  readonly counts = { streamed: 0, declined: 0 };
+
+  /** A reader for the store's endpoint, or undefined when it is not plain HTTP (AWS itself, TLS). */
+  static for(client: S3Client, config: S3Config): S3SocketReads | undefined {
+    if (!config.endpoint) return undefined;
+    const endpoint = new URL(config.endpoint);
+    if (endpoint.protocol !== 'http:' || endpoint.search) return undefined;
+    return new S3SocketReads(client, config, endpoint);
+  }
+
+  private constructor(
+    client: S3Client,
+    private readonly config: S3Config,
+    endpoint: URL,
+  ) {
+    this.endpoint = endpoint;
+    this.pool = new SocketPool(endpoint.hostname.replace(/^\[|\]$/g, ''), Number(endpoint.port || 80));
+    // The client's own credential provider: the static pair or the SDK's default chain, refreshed as it expires.
+    this.signer = new SignatureV4({ service: 's3', region: config.region, credentials: client.config.credentials, sha256: NodeSha256, uriEscapePath: false, applyChecksum: false });
+  }
+
+  /**
+   * Writes the object's bytes in `range` (all of its `size` when absent) into `dest`, the object
+   * pinned to `etag`. Resolves `{ sent: true }` once every byte was written, or when `dest` closed
+   * first; `{ sent: false }` when nothing was written and the SDK should read instead; rejects when
+   * the connection fails after bytes were written (the caller cuts the response).
+   */
+  async writeTo(objectKey: string, etag: string | undefined, size: number, range: ByteRange | undefined, dest: Writable): Promise<Exchange> {
+    if (etag !== undefined && /[\r\n]/.test(etag)) return this.counted({ sent: false, reason: 'unusable ETag' });
+    const request = await this.signedRequest(objectKey, etag, range);
+    const expected = { status: range ? 206 : 200, length: range ? range.end - range.start + 1 : size };
+    for (let attempt = 0; ; attempt++) {
+      let conn: PooledSocket;
+      try {
+        conn = await this.pool.acquire();
+      } catch (err) {
+        return this.counted({ sent: false, reason: (err as Error).message });
+      }
+      const outcome = await this.exchange(conn, request, expected, dest);
+      // A kept connection the server closed meanwhile fails before answering: once more on a new one.
+      if (outcome === 'stale' && attempt === 0) continue;
+      return this.counted(outcome === 'stale' ? { sent: false, reason: 'the connection closed before an answer' } : outcome);
+    }
+  }
+
+  private counted(outcome: Exchange): Exchange {
+    if (outcome.sent) this.counts.streamed++;
+    else this.counts.declined++;
+    return outcome;
+  }
+
+  /** Closes the idle connections. */
+  close(): void {
+    this.pool.close();
+  }
+
+  private async signedRequest(objectKey: string, etag: string | undefined, range: ByteRange | undefined): Promise<string> {
+    const base = this.endpoint.pathname.replace(/\/$/, '');
+    const path = this.config.forcePathStyle ? `${base}/${this.config.bucket}/${encodeKey(objectKey)}` : `${base}/${encodeKey(objectKey)}`;
+    const host = this.config.forcePathStyle ? this.endpoint.host : `${this.config.bucket}.${this.endpoint.host}`;
+    const headers: Record<string, string> = { host, 'x-amz-content-sha256': EMPTY_BODY_SHA256 };
+    if (etag !== undefined) headers['if-match'] = etag;
+    if (range) headers.range = `bytes=${range.start}-${range.end}`;
+    const signed = await this.signer.sign({ method: 'GET', protocol: 'http:', hostname: host, path, query: {}, headers });
+    let text = `GET ${path} HTTP/1.1\r\n`;
+    for (const [name, value] of Object.entries(signed.headers)) text += `${name}: ${value}\r\n`;
+    return `${text}\r\n`;
+  }
+
+  /** One GET on `conn`; 'stale' when a reused connection failed before any byte of an answer. */
+  private exchange(conn: PooledSocket, request: string, expected: { status: number; length: number }, dest: Writable): Promise<Exchange | 'stale'> {
+    const { socket } = conn;
+    return new Promise((resolve, reject) => {
+      let head = '';
+      let remaining = -1;
+      let keep = false;
+      let received = false;
+      let written = false;
+      let settled = false;
+      const settle = (outcome: Exchange | 'stale' | Error, reuse = false) => {
+        if (settled) return;
+        settled = true;
+        dest.off('close', destClosed);
+        dest.off('drain', drained);
+        socket.setTimeout(0);
+        if (reuse) this.pool.release(conn);
+        else socket.destroy();
+        if (outcome instanceof Error) reject(outcome);
+        else resolve(outcome);
+      };
+      // The client went away: the rest of the object is not read (the connection cannot be kept).
+      const destClosed = () => settle({ sent: true });
+      // Waiting on a slow client is not the object store's silence: no read timeout while paused.
+      const drained = () => {
+        socket.setTimeout(READ_TIMEOUT_MS);
+        socket.resume();
+      };
+      const body = (buf: Buffer, from: number, n: number) => {
+        const take = Math.min(n, remaining);
+        remaining -= take;
+        written = true;
+        if (!dest.write(this.copyOut(buf, from, take)) && remaining > 0) {
+          socket.setTimeout(0);
+          socket.pause();
+          dest.once('drain', drained);
+        }
+        // Bytes past the announced length: the answer is complete, the connection is not reused.
+        if (remaining === 0) settle({ sent: true }, keep && take === n);
+      };
+      conn.sink = {
+        data: (n, buf) => {
+          if (settled) return;
+          received = true;
+          if (remaining >= 0) return body(buf, 0, n);
+          head += buf.toString('latin1', 0, n);
+          const end = head.indexOf('\r\n\r\n');
+          if (end < 0) {
+            if (head.length > MAX_HEAD_BYTES) settle({ sent: false, reason: 'an answer head over 64 KiB' });
+            return;
+          }
+          const parsed = parseResponseHead(head.slice(0, end));
+          const length = Number(parsed?.headers.get('content-length') ?? NaN);
+          if (!parsed || parsed.status !== expected.status || length !== expected.length || parsed.headers.has('transfer-encoding')) {
+            return settle({ sent: false, reason: `answered ${parsed?.status ?? 'unreadably'}` });
+          }
+          remaining = length;
+          keep = parsed.headers.get('connection')?.toLowerCase() !== 'close';
+          const after = n - (head.length - end - 4);
+          if (remaining === 0) return settle({ sent: true }, keep && after === n);
+          if (after < n) body(buf, after, n - after);
+        },
+        closed: (err) => {
+          if (settled) return;
+          if (written) settle(err ?? new Error('the object store closed the connection mid-object'));
+          else settle(!received && conn.reused ? 'stale' : { sent: false, reason: err?.message ?? 'the connection closed' });
+        },
+      };
+      if (dest.destroyed) return settle({ sent: true });
+      dest.once('close', destClosed);
+      socket.setTimeout(READ_TIMEOUT_MS);
+      socket.write(request);
+    });
+  }
+
+  /** `n` bytes of the receive buffer from `from`, copied into the current slab. */
+  private copyOut(buf: Buffer, from: number, n: number): Buffer {
+    if (n > SLAB_BYTES - this.slabUsed) {
+      this.slab = Buffer.allocUnsafe(Math.max(SLAB_BYTES, n));
+      this.slabUsed = 0;
+    }
+    const out = this.slab.subarray(this.slabUsed, this.slabUsed + n);
+    buf.copy(out, 0, from, from + n);
+    this.slabUsed += n;
+    return out;
+  }
+}

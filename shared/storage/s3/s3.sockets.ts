@@ -1,0 +1,140 @@
+import net from 'node:net';
+
+/** Bytes one read of a socket may take: larger than the 64 KiB Node's own reads are given. */
+const RECEIVE_BUFFER_BYTES = 1024 * 1024;
+/** Idle keep-alive connections kept per endpoint. */
+const MAX_IDLE = 16;
+/** An idle connection is closed after this long, before a server's own keep-alive limit closes it under a request. */
+const IDLE_MS = 4000;
+const CONNECT_TIMEOUT_MS = 5000;
+
+/** What a connection's reads are handed to while a request runs on it. */
+export interface ReadSink {
+  /** `n` new bytes at the start of `buf`, valid only during the call. */
+  data(n: number, buf: Buffer): void;
+  /** The connection ended or failed. */
+  closed(err: Error | undefined): void;
+}
+
+/**
+ * A keep-alive connection whose reads land in one buffer shared by every connection of the pool:
+ * reading a socket into a fresh 64 KiB buffer each time, as Node's HTTP clients do, costs more CPU
+ * per byte than copying the bytes once out of a reused one (docs/BENCHMARKS.md, "Content on S3").
+ */
+export class PooledSocket {
+  sink: ReadSink | undefined;
+  /** Whether a request already ran on it: a failure before any answer may be the server closing it meanwhile. */
+  reused = false;
+
+  constructor(readonly socket: net.Socket) {}
+}
+
+/**
+ * Plain-TCP connections to one endpoint, kept alive between requests. JavaScript runs one read
+ * callback at a time and each sink copies what it keeps before returning, so one receive buffer
+ * serves every connection.
+ */
+export class SocketPool {
+  private readonly idle: PooledSocket[] = [];
+  private readonly receive = Buffer.allocUnsafe(RECEIVE_BUFFER_BYTES);
+
+  constructor(
+    private readonly host: string,
+    private readonly port: number,
+  ) {}
+
+  /** An idle connection, or a new one once it is connected. */
+  async acquire(): Promise<PooledSocket> {
+    const kept = this.idle.pop();
+    if (kept) {
+      kept.socket.setTimeout(0);
+      kept.socket.ref();
+      kept.reused = true;
+      return kept;
+    }
+    return this.connect();
+  }
+
+  /** Keeps a connection whose last answer was read to its end for the next request, or closes it. */
+  release(conn: PooledSocket): void {
+    const { socket } = conn;
+    if (socket.destroyed || this.idle.length >= MAX_IDLE) {
+      socket.destroy();
+      return;
+    }
+    // Anything arriving on an idle connection (bytes, an end) makes it unusable.
+    conn.sink = {
+      data: () => this.drop(conn),
+      closed: () => this.drop(conn),
+    };
+    socket.setTimeout(IDLE_MS);
+    socket.unref();
+    this.idle.push(conn);
+  }
+
+  /** Closes every idle connection. */
+  close(): void {
+    for (const conn of this.idle.splice(0)) conn.socket.destroy();
+  }
+
+  private drop(conn: PooledSocket): void {
+    const at = this.idle.indexOf(conn);
+    if (at >= 0) this.idle.splice(at, 1);
+    conn.socket.destroy();
+  }
+
+  private connect(): Promise<PooledSocket> {
+    return new Promise((resolve, reject) => {
+      let conn: PooledSocket | undefined;
+      const socket = net.connect({
+        host: this.host,
+        port: this.port,
+        noDelay: true,
+        onread: {
+          buffer: this.receive,
+          callback: (n: number, buf: Uint8Array) => {
+            conn?.sink?.data(n, buf as Buffer);
+            // Not false: pausing is the sink's to decide, with socket.pause().
+            return true;
+          },
+        },
+      });
+      conn = new PooledSocket(socket);
+      const connected = conn;
+      const failed = (err: Error) => reject(err);
+      const slow = () => socket.destroy(new Error(`S3 endpoint ${this.host}:${this.port} did not accept a connection in ${CONNECT_TIMEOUT_MS} ms`));
+      socket.setTimeout(CONNECT_TIMEOUT_MS, slow);
+      socket.once('error', failed);
+      socket.once('connect', () => {
+        socket.off('error', failed);
+        socket.off('timeout', slow);
+        socket.setTimeout(0);
+        socket.on('timeout', () => socket.destroy(new Error('S3 connection timed out')));
+        socket.on('error', (err) => connected.sink?.closed(err));
+        socket.on('end', () => connected.sink?.closed(undefined));
+        socket.on('close', () => connected.sink?.closed(undefined));
+        resolve(connected);
+      });
+    });
+  }
+}
+
+export interface ResponseHead {
+  status: number;
+  /** Lower-cased names; a repeated header keeps its last value. */
+  headers: Map<string, string>;
+}
+
+/** The status line and headers of an HTTP/1.1 response (`text` up to, without, the blank line). */
+export function parseResponseHead(text: string): ResponseHead | undefined {
+  const lines = text.split('\r\n');
+  const status = /^HTTP\/1\.[01] (\d{3})(?: |$)/.exec(lines[0] ?? '');
+  if (!status) return undefined;
+  const headers = new Map<string, string>();
+  for (const line of lines.slice(1)) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) return undefined;
+    headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+  }
+  return { status: Number(status[1]), headers };
+}

@@ -1,0 +1,225 @@
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { PassThrough, Writable } from 'node:stream';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { S3Config } from '../../shared/config';
+import { S3SocketReads } from '../../shared/storage/s3/s3.socket-reads';
+
+/**
+ * S3SocketReads against a scripted HTTP/1.1 server: the connection handling an object store's
+ * answers can provoke (kept connections closed under a request, a cut body, an answer that is not the
+ * bytes asked for, a slow client). Its signing and streaming against a real object store are in
+ * test/integration/s3-reads.test.ts.
+ */
+
+const KiB = 1024;
+/** Stands in for the S3 client: S3SocketReads only takes its credential provider. */
+const client = { config: { credentials: async () => ({ accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' }) } } as unknown as S3Client;
+
+interface Exchange {
+  /** The request head as received. */
+  head: string;
+  socket: net.Socket;
+  /** The connection's number, from 1, in the order the server accepted them. */
+  connection: number;
+}
+
+/** A server that hands each request head to `answer`, which writes on the socket what it wants. */
+async function scriptedServer(answer: (ex: Exchange) => void) {
+  let connections = 0;
+  const requests: Exchange[] = [];
+  const server = net.createServer((socket) => {
+    const connection = ++connections;
+    let buffered = '';
+    socket.on('data', (chunk) => {
+      buffered += chunk.toString('latin1');
+      let end: number;
+      while ((end = buffered.indexOf('\r\n\r\n')) >= 0) {
+        const ex = { head: buffered.slice(0, end), socket, connection };
+        buffered = buffered.slice(end + 4);
+        requests.push(ex);
+        answer(ex);
+      }
+    });
+    socket.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  const config: S3Config = { bucket: 'b', prefix: '', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', forcePathStyle: true, credentials: undefined };
+  const reads = S3SocketReads.for(client, config)!;
+  return {
+    reads,
+    requests,
+    connections: () => connections,
+    close: async () => {
+      reads.close();
+      server.closeAllConnections?.();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+const ok = (body: Buffer, status = 200, extra = '') =>
+  Buffer.concat([Buffer.from(`HTTP/1.1 ${status} OK\r\nContent-Length: ${body.length}\r\n${extra}\r\n`), body]);
+
+/** A destination that keeps what it is given; `delay` makes each write complete later (a slow client). */
+function sink(delay = 0, highWaterMark = 16 * KiB) {
+  const got: Buffer[] = [];
+  const dest = new Writable({
+    highWaterMark,
+    write(chunk, _enc, done) {
+      got.push(Buffer.from(chunk as Buffer));
+      if (delay) setTimeout(done, delay);
+      else done();
+    },
+  });
+  return { dest, bytes: () => Buffer.concat(got) };
+}
+
+test('only a plain-HTTP endpoint is read over a socket: AWS itself and TLS endpoints go through the SDK', () => {
+  const base: S3Config = { bucket: 'b', prefix: '', endpoint: undefined, region: 'us-east-1', forcePathStyle: false, credentials: undefined };
+  expect(S3SocketReads.for(client, base)).toBeUndefined();
+  expect(S3SocketReads.for(client, { ...base, endpoint: 'https://s3.example.com' })).toBeUndefined();
+  expect(S3SocketReads.for(client, { ...base, endpoint: 'http://minio.internal:9000' })).toBeInstanceOf(S3SocketReads);
+});
+
+test('the bytes of the object reach the destination, the request is signed, and the connection is kept for the next', async () => {
+  const object = randomBytes(3 * 1024 * KiB + 17);
+  const server = await scriptedServer(({ head, socket }) => {
+    const range = /\r\nrange: bytes=(\d+)-(\d+)/i.exec(head);
+    socket.write(range ? ok(object.subarray(Number(range[1]), Number(range[2]) + 1), 206) : ok(object));
+  });
+  try {
+    const whole = sink();
+    expect(await server.reads.writeTo('dev/a b+c', '"etag-1"', object.length, undefined, whole.dest)).toEqual({ sent: true });
+    expect(whole.bytes().equals(object)).toBe(true);
+
+    const part = sink();
+    expect(await server.reads.writeTo('dev/a b+c', '"etag-1"', object.length, { start: 1000, end: 70_000 }, part.dest)).toEqual({ sent: true });
+    expect(part.bytes().equals(object.subarray(1000, 70_001))).toBe(true);
+
+    expect(server.connections()).toBe(1);
+    const [first, second] = server.requests;
+    expect(first!.head).toMatch(/^GET \/b\/dev\/a%20b%2Bc HTTP\/1\.1\r\n/);
+    expect(first!.head).toMatch(/\r\nauthorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/us-east-1\/s3\/aws4_request, SignedHeaders=host;if-match;x-amz-content-sha256;x-amz-date, Signature=[0-9a-f]{64}/i);
+    expect(first!.head).toMatch(/\r\nif-match: "etag-1"/i);
+    expect(second!.head).toMatch(/\r\nrange: bytes=1000-70000/i);
+    expect(second!.head).toMatch(/SignedHeaders=host;if-match;range;x-amz-content-sha256;x-amz-date/i);
+  } finally {
+    await server.close();
+  }
+});
+
+test('a kept connection the server closed meanwhile is replaced by a new one, and the read succeeds', async () => {
+  const object = randomBytes(10 * KiB);
+  const server = await scriptedServer(({ socket, connection }) => {
+    // The first connection answers once, then drops the next request unanswered, as a server whose
+    // keep-alive limit passed would.
+    if (connection === 1 && server.requests.length > 1) socket.destroy();
+    else socket.write(ok(object));
+  });
+  try {
+    expect(await server.reads.writeTo('k', undefined, object.length, undefined, sink().dest)).toEqual({ sent: true });
+    const again = sink();
+    expect(await server.reads.writeTo('k', undefined, object.length, undefined, again.dest)).toEqual({ sent: true });
+    expect(again.bytes().equals(object)).toBe(true);
+    expect(server.connections()).toBe(2);
+  } finally {
+    await server.close();
+  }
+});
+
+test.each([
+  ['a missing object', 'HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\n\r\nnokey'],
+  ['a precondition failure', 'HTTP/1.1 412 Precondition Failed\r\nContent-Length: 0\r\n\r\n'],
+  ['a slow down', 'HTTP/1.1 503 Slow Down\r\nContent-Length: 0\r\n\r\n'],
+  ['another length than the object', 'HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc'],
+  ['a chunked body', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n4\r\nabcd\r\n0\r\n\r\n'],
+  ['an answer that is not HTTP', 'SSH-2.0-OpenSSH\r\n\r\n'],
+])('%s is declined before a byte reaches the destination', async (_what, answer) => {
+  const server = await scriptedServer(({ socket }) => socket.write(answer));
+  try {
+    const got = sink();
+    const outcome = await server.reads.writeTo('k', '"e"', 4, undefined, got.dest);
+    expect(outcome.sent).toBe(false);
+    expect(got.bytes().length).toBe(0);
+  } finally {
+    await server.close();
+  }
+});
+
+test('a connection that fails before answering is declined, so the SDK can retry', async () => {
+  const server = await scriptedServer(({ socket }) => socket.destroy());
+  try {
+    const got = sink();
+    expect((await server.reads.writeTo('k', undefined, 10, undefined, got.dest)).sent).toBe(false);
+    expect(got.bytes().length).toBe(0);
+  } finally {
+    await server.close();
+  }
+});
+
+test('a body cut after some bytes were sent fails the read, and the connection is not kept', async () => {
+  const object = randomBytes(200 * KiB);
+  const server = await scriptedServer(({ socket }) => {
+    socket.write(ok(object).subarray(0, 100 * KiB));
+    setTimeout(() => socket.destroy(), 20);
+  });
+  try {
+    const got = sink();
+    await expect(server.reads.writeTo('k', undefined, object.length, undefined, got.dest)).rejects.toThrow(/closed|reset/i);
+    expect(got.bytes().length).toBeGreaterThan(0);
+    expect(object.subarray(0, got.bytes().length).equals(got.bytes())).toBe(true);
+  } finally {
+    await server.close();
+  }
+});
+
+test('an answer that says Connection: close is not kept, and bytes past the announced length are not sent', async () => {
+  const object = randomBytes(5 * KiB);
+  const server = await scriptedServer(({ socket, connection }) => {
+    if (connection === 1) socket.write(ok(object, 200, 'Connection: close\r\n'));
+    else socket.write(Buffer.concat([ok(object), Buffer.from('garbage after the body')]));
+  });
+  try {
+    for (let i = 0; i < 3; i++) {
+      const got = sink();
+      expect(await server.reads.writeTo('k', undefined, object.length, undefined, got.dest)).toEqual({ sent: true });
+      expect(got.bytes().equals(object)).toBe(true);
+    }
+    // The first connection said close, the second sent bytes past its body: neither is reused.
+    expect(server.connections()).toBe(3);
+  } finally {
+    await server.close();
+  }
+});
+
+test('a slow client is followed at its pace: every byte arrives, in order', async () => {
+  const object = randomBytes(8 * 1024 * KiB);
+  const server = await scriptedServer(({ socket }) => socket.write(ok(object)));
+  try {
+    const got = sink(2, 64 * KiB);
+    expect(await server.reads.writeTo('k', undefined, object.length, undefined, got.dest)).toEqual({ sent: true });
+    await new Promise((resolve) => got.dest.end(resolve));
+    expect(got.bytes().equals(object)).toBe(true);
+  } finally {
+    await server.close();
+  }
+});
+
+test('a client that goes away stops the read: it settles, and the connection to the store is closed', async () => {
+  let storeSide: net.Socket | undefined;
+  const server = await scriptedServer(({ socket }) => {
+    storeSide = socket;
+    socket.write(ok(randomBytes(1024 * KiB)).subarray(0, 300 * KiB));
+  });
+  try {
+    const dest = new PassThrough({ highWaterMark: 1 });
+    dest.once('data', () => dest.destroy());
+    expect(await server.reads.writeTo('k', undefined, 1024 * KiB, undefined, dest)).toEqual({ sent: true });
+    await new Promise((resolve) => (storeSide!.closed ? resolve(undefined) : storeSide!.once('close', resolve)));
+    expect(server.connections()).toBe(1);
+  } finally {
+    await server.close();
+  }
+});
