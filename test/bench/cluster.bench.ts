@@ -128,7 +128,7 @@ async function cpuNow(gatewayPid: number, rgwDir: string): Promise<{ gateway: nu
 
 export async function runS3(ctx: BenchContext): Promise<ScenarioReport> {
   const bigSize = ctx.profile.name === 'quick' ? 20 * MiB : 100 * MiB;
-  const reps = ctx.profile.name === 'quick' ? 1 : 3;
+  const reps = ctx.profile.name === 'quick' ? 2 : 5;
   const rgw = await Rgw.start();
   try {
     const config: S3Config = {
@@ -163,23 +163,35 @@ export async function runS3(ctx: BenchContext): Promise<ScenarioReport> {
       // parts of the same size, as many in flight; a Buffer body is timed too (the SDK slices it and
       // copies nothing), for reference.
       const direct = (key: string, from: Buffer | Readable) => new Upload({ client: sdk, params: { Bucket: config.bucket, Key: key, Body: from }, partSize: PART_SIZE, queueSize: PARTS_IN_FLIGHT }).done();
+      const gatewayUp = async () => {
+        const put = await client.request('PUT', `/v1/files/${fileId}/content`, { headers: { ...auth, 'content-type': 'application/octet-stream' }, body });
+        if (put.status !== 200) throw new Error(`upload through the gateway: ${put.status} ${put.body.toString().slice(0, 200)}`);
+      };
+      const gatewayDown = async () => {
+        const get = await client.request('GET', `/v1/files/${fileId}/content`, { headers: auth, discardBody: true });
+        if (get.bytes !== bigSize) throw new Error(`download through the gateway: ${get.status}, ${get.bytes} bytes`);
+      };
+      const directDown = async (key: string) => {
+        const obj = await sdk.send(new GetObjectCommand({ Bucket: config.bucket, Key: key }));
+        for await (const _chunk of obj.Body as AsyncIterable<Buffer>) void _chunk;
+      };
+      // One untimed transfer of each kind first: a median of a few must not hold a cold start (JIT,
+      // connection pools). Then the two sides alternate which goes first, and every upload is done
+      // before the downloads, so neither side reads while RGW still settles the other's writes.
+      await gatewayUp();
+      await direct('direct/warm', chunked(body));
+      await gatewayDown();
+      await directDown('direct/warm');
       for (let i = 0; i < reps; i++) {
-        await timed('up', async () => {
-          const put = await client.request('PUT', `/v1/files/${fileId}/content`, { headers: { ...auth, 'content-type': 'application/octet-stream' }, body });
-          if (put.status !== 200) throw new Error(`upload through the gateway: ${put.status} ${put.body.toString().slice(0, 200)}`);
-        });
-        await timed('sdkUp', async () => void (await direct(`direct/big-${i}`, chunked(body))));
+        const pair = [() => timed('up', gatewayUp), () => timed('sdkUp', async () => void (await direct(`direct/big-${i}`, chunked(body))))];
+        for (const op of i % 2 ? pair.reverse() : pair) await op();
         await timed('sdkUpBuffer', async () => void (await direct(`direct/buffer-${i}`, body)));
-        await timed('down', async () => {
-          const get = await client.request('GET', `/v1/files/${fileId}/content`, { headers: auth, discardBody: true });
-          if (get.bytes !== bigSize) throw new Error(`download through the gateway: ${get.status}, ${get.bytes} bytes`);
-        });
-        await timed('sdkDown', async () => {
-          const obj = await sdk.send(new GetObjectCommand({ Bucket: config.bucket, Key: `direct/big-${i}` }));
-          for await (const _chunk of obj.Body as AsyncIterable<Buffer>) void _chunk;
-        });
       }
-      for (let i = 0; i < 20 * reps; i++) {
+      for (let i = 0; i < reps; i++) {
+        const pair = [() => timed('down', gatewayDown), () => timed('sdkDown', () => directDown(`direct/big-${i}`))];
+        for (const op of i % 2 ? pair.reverse() : pair) await op();
+      }
+      for (let i = 0; i < 12 * reps; i++) {
         const from = Math.floor(Math.random() * (bigSize - MiB));
         let start = process.hrtime.bigint();
         const part = await client.request('GET', `/v1/files/${fileId}/content`, { headers: { ...auth, range: `bytes=${from}-${from + MiB - 1}` }, discardBody: true });
@@ -254,7 +266,7 @@ export async function runS3(ctx: BenchContext): Promise<ScenarioReport> {
         notes: [
           `CPU ms per MiB, gateway / bench process (client side) / RGW daemons: ${['up', 'sdkUp', 'down', 'sdkDown'].map(perMiB).join('; ')}`,
           `the direct upload reads a stream of 64 KiB chunks, as the gateway does; from a Buffer (no copy into parts) it runs at ${fmt(mibps(median(t.sdkUpBuffer)))} MiB/s`,
-          `medians of ${reps} transfers (${20 * reps} range reads); the gateway stages a large upload under .staging/ and copies it into place inside RGW (a copy RGW makes by reference: tens of ms for 100 MiB), the SDK writes one object`,
+          `medians of ${reps} transfers (${12 * reps} range reads) after one untimed of each kind, the two sides alternating which goes first, uploads before downloads; the gateway stages a large upload under .staging/ and copies it into place inside RGW (a copy RGW makes by reference: tens of ms for 100 MiB), the SDK writes one object`,
           `a 1 KiB upload on S3 costs one S3 round trip beside MySQL, the PutObject under its content key (p50 ${ms(trips.put)} ms), inside the owner's transaction; content over 1 MiB is staged in the bucket and costs a CopyObject (${ms(trips.copy)} ms) and a DeleteObject (${ms(trips.del)} ms) more; on disk those are a write and a rename`,
         ],
         figures,

@@ -4,12 +4,13 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { S3Config } from '../../config';
 import type { ByteRange } from '../content.store';
-import { parseResponseHead, SocketPool, type PooledSocket } from './s3.sockets';
+import { parseResponseHead, Slabs, SocketPool, type PooledSocket } from './s3.sockets';
 
 /** A status line and headers longer than this are not an object store's answer to a GET. */
 const MAX_HEAD_BYTES = 64 * 1024;
-/** The bytes copied out of the shared receive buffer are carved from slabs of this size. */
+/** The bytes copied out of the shared receive buffer are carved from slabs of this size; this many are kept for reuse. */
 const SLAB_BYTES = 4 * 1024 * 1024;
+const SPARE_SLABS = 8;
 /** A read that receives nothing for this long fails. */
 const READ_TIMEOUT_MS = 30_000;
 /** SHA-256 of the empty body of a GET, as SigV4 signs it. */
@@ -58,8 +59,7 @@ export class S3SocketReads {
   private readonly pool: SocketPool;
   private readonly signer: SignatureV4;
   private readonly endpoint: URL;
-  private slab = Buffer.allocUnsafe(SLAB_BYTES);
-  private slabUsed = 0;
+  private readonly slabs = new Slabs(SLAB_BYTES, SPARE_SLABS);
   /** Reads streamed over the socket, and reads declined to the SDK, since the start. */
   readonly counts = { streamed: 0, declined: 0 };
 
@@ -162,7 +162,8 @@ export class S3SocketReads {
         const take = Math.min(n, remaining);
         remaining -= take;
         written = true;
-        if (!dest.write(this.copyOut(buf, from, take)) && remaining > 0) {
+        const { chunk, written: done } = this.slabs.copy(buf, from, take);
+        if (!dest.write(chunk, done) && remaining > 0) {
           socket.setTimeout(0);
           socket.pause();
           dest.once('drain', drained);
@@ -203,17 +204,5 @@ export class S3SocketReads {
       socket.setTimeout(READ_TIMEOUT_MS);
       socket.write(request);
     });
-  }
-
-  /** `n` bytes of the receive buffer from `from`, copied into the current slab. */
-  private copyOut(buf: Buffer, from: number, n: number): Buffer {
-    if (n > SLAB_BYTES - this.slabUsed) {
-      this.slab = Buffer.allocUnsafe(Math.max(SLAB_BYTES, n));
-      this.slabUsed = 0;
-    }
-    const out = this.slab.subarray(this.slabUsed, this.slabUsed + n);
-    buf.copy(out, 0, from, from + n);
-    this.slabUsed += n;
-    return out;
   }
 }

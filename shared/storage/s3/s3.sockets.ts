@@ -138,3 +138,63 @@ export function parseResponseHead(text: string): ResponseHead | undefined {
   }
   return { status: Number(status[1]), headers };
 }
+
+interface Slab {
+  readonly buf: Buffer;
+  used: number;
+  /** Chunks carved from it whose writes have not completed. */
+  pending: number;
+  /** Full: nothing more is carved from it. */
+  retired: boolean;
+}
+
+/**
+ * The memory received bytes are copied into on their way to a client: chunks carved from large
+ * slabs, and a slab is reused once every write of its chunks completed. Fresh memory costs page
+ * faults on first touch and garbage collections as it is let go; a download of 100 MiB reuses the
+ * same few slabs instead.
+ */
+export class Slabs {
+  private current: Slab;
+  private readonly spare: Buffer[] = [];
+
+  constructor(
+    private readonly slabBytes: number,
+    private readonly maxSpare: number,
+  ) {
+    this.current = this.next();
+  }
+
+  /**
+   * `n` bytes of `buf` from `from`, copied into a slab (at most `slabBytes`), and what to call once
+   * the write of that chunk completed. Never calling it is safe: the slab is then left to the GC.
+   */
+  copy(buf: Buffer, from: number, n: number): { chunk: Buffer; written: () => void } {
+    if (n > this.slabBytes - this.current.used) {
+      this.current.retired = true;
+      this.recycle(this.current);
+      this.current = this.next();
+    }
+    const slab = this.current;
+    const chunk = slab.buf.subarray(slab.used, slab.used + n);
+    buf.copy(chunk, 0, from, from + n);
+    slab.used += n;
+    slab.pending++;
+    let called = false;
+    const written = () => {
+      if (called) return;
+      called = true;
+      slab.pending--;
+      this.recycle(slab);
+    };
+    return { chunk, written };
+  }
+
+  private recycle(slab: Slab): void {
+    if (slab.retired && slab.pending === 0 && this.spare.length < this.maxSpare) this.spare.push(slab.buf);
+  }
+
+  private next(): Slab {
+    return { buf: this.spare.pop() ?? Buffer.allocUnsafe(this.slabBytes), used: 0, pending: 0, retired: false };
+  }
+}
