@@ -9,7 +9,6 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import type { S3Config } from '../../config';
 import { newId } from '../../ids';
 import {
@@ -25,6 +24,7 @@ import {
 import { HashMeter } from '../hash.meter';
 import { createS3Client, isNotFound, statusOf } from './s3.client';
 import { listMultipartUploads, listObjects, type MultipartUpload } from './s3.listing';
+import { PartBuffers, putStreamed } from './s3.multipart';
 import { S3Reads } from './s3.reads';
 import { S3SocketReads } from './s3.socket-reads';
 import { HELD_IN_MEMORY, readUpTo } from './s3.staging';
@@ -56,6 +56,8 @@ export class S3ContentStore implements ContentStore {
   private tus: S3TusStore | undefined;
   /** Staged content small enough to be held in memory until it is placed or discarded (s3.staging.ts). */
   private readonly held = new Map<string, Buffer>();
+  /** The memory of the parts of streamed uploads, reused from one to the next (s3.multipart.ts). */
+  private readonly partBuffers = new PartBuffers(PART_SIZE, PARTS_IN_FLIGHT + 1);
   /** HEADs, cached, and GETs pinned to an ETag (s3.reads.ts). */
   private readonly reads: S3Reads;
   /** @internal Downloads over a plain-HTTP endpoint's sockets (s3.socket-reads.ts); undefined on TLS. */
@@ -101,28 +103,21 @@ export class S3ContentStore implements ContentStore {
     // The source's failure (a client gone, a limit) fails the meter, and so the read or the upload,
     // which then aborts its multipart upload.
     pipeline(source, meter, () => undefined);
-    let upload: Upload | undefined;
+    let writing = false;
     try {
       const read = await readUpTo(meter, HELD_IN_MEMORY);
       if ('whole' in read) {
         this.held.set(stagingKey, read.whole);
         return { stagingKey, size: meter.received, sha256: meter.digest() };
       }
-      upload = new Upload({
-        client: this.client,
-        // Leaving the stream early (an abort) ends the reading of the meter through the iterator.
-        params: { Bucket: this.bucket, Key: this.objectKey(stagingKey), Body: Readable.from(read.rest, { objectMode: false }) },
-        partSize: PART_SIZE,
-        queueSize: PARTS_IN_FLIGHT,
-        leavePartsOnError: false,
-      });
-      await upload.done();
+      writing = true;
+      // Leaving the iteration early (a failed part) ends the reading of the meter.
+      await putStreamed({ client: this.client, bucket: this.bucket, key: this.objectKey(stagingKey), buffers: this.partBuffers, partsInFlight: PARTS_IN_FLIGHT }, read.rest);
       return { stagingKey, size: meter.received, sha256: meter.digest() };
     } catch (err) {
       meter.destroy();
-      await upload?.abort().catch(() => undefined);
-      // A PutObject or a completed upload that reached the bucket is removed.
-      if (upload) await this.deleteObject(this.objectKey(stagingKey)).catch(() => undefined);
+      // A PutObject or a completion that reached the bucket before the failure was seen is removed.
+      if (writing) await this.deleteObject(this.objectKey(stagingKey)).catch(() => undefined);
       // The meter's own error (FILE_TOO_LARGE, the client's) says more than the SDK's.
       throw meter.errored ?? source.errored ?? err;
     }

@@ -1,0 +1,109 @@
+import { randomBytes } from 'node:crypto';
+import { GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
+import { PartBuffers, putStreamed } from '../../shared/storage/s3/s3.multipart';
+import { S3ContentStore } from '../../shared/storage/s3/s3.store';
+import { createContentStore } from '../../shared/storage/store.factory';
+import { createTestEnv, type TestEnv } from '../support/harness';
+
+/**
+ * Streamed writes of the S3 driver on the suite's RGW: content of any size arrives whole, parts
+ * reuse their memory, and a failure leaves neither an object nor stored parts.
+ */
+
+const MiB = 1024 * 1024;
+/** S3's smallest part (but the last): the tests cross part boundaries without writing much. */
+const PART = 5 * MiB;
+
+let env: TestEnv;
+let store: S3ContentStore;
+
+beforeAll(async () => {
+  env = await createTestEnv({ STORAGE_DRIVER: 's3' });
+  store = createContentStore(env.config) as S3ContentStore;
+});
+
+afterAll(async () => {
+  await env?.dropAll();
+});
+
+/** `body` as a socket delivers it: chunks of uneven sizes. */
+async function* chunks(body: Buffer, failAfter = Infinity): AsyncGenerator<Buffer> {
+  for (let at = 0, i = 0; at < body.length; i++) {
+    if (at >= failAfter) throw new Error('the client went away');
+    const n = 1 + ((i * 7919) % (256 * 1024));
+    yield body.subarray(at, at + n);
+    at += n;
+  }
+}
+
+async function stored(key: string): Promise<Buffer> {
+  const res = await store.client.send(new GetObjectCommand({ Bucket: store.bucket, Key: store.objectKey(key) }));
+  return Buffer.from(await res.Body!.transformToByteArray());
+}
+
+async function pendingUploads(): Promise<string[]> {
+  const out: string[] = [];
+  for await (const u of store.multipartUploads('')) out.push(u.key);
+  return out;
+}
+
+test.each([0, 1, PART - 1, PART, PART + 1, 2 * PART + PART / 2])('%i bytes arrive whole, and no multipart upload is left', async (size) => {
+  const body = randomBytes(size);
+  const key = `streamed/${size}`;
+  await putStreamed({ client: store.client, bucket: store.bucket, key: store.objectKey(key), buffers: new PartBuffers(PART, 3), partsInFlight: 2 }, chunks(body));
+  expect((await stored(key)).equals(body)).toBe(true);
+  expect(await pendingUploads()).toEqual([]);
+});
+
+test('the parts of one upload after another fill the same buffers', async () => {
+  const buffers = new PartBuffers(PART, 3);
+  const take = jest.spyOn(buffers, 'take');
+  for (let i = 0; i < 3; i++) {
+    const body = randomBytes(3 * PART + 100);
+    await putStreamed({ client: store.client, bucket: store.bucket, key: store.objectKey(`reused/${i}`), buffers, partsInFlight: 2 }, chunks(body));
+    expect((await stored(`reused/${i}`)).equals(body)).toBe(true);
+  }
+  // 12 parts were filled; fresh memory was taken only while the first upload had parts in flight.
+  const distinct = new Set(take.mock.results.map((r) => r.value as Buffer));
+  expect(take).toHaveBeenCalledTimes(12);
+  expect(distinct.size).toBeLessThanOrEqual(4);
+});
+
+test('a source that fails after parts were stored leaves no object and no stored parts', async () => {
+  const key = 'failed/midway';
+  const body = randomBytes(3 * PART);
+  await expect(
+    putStreamed({ client: store.client, bucket: store.bucket, key: store.objectKey(key), buffers: new PartBuffers(PART, 3), partsInFlight: 2 }, chunks(body, 2 * PART + 10)),
+  ).rejects.toThrow('the client went away');
+  expect(await pendingUploads()).toEqual([]);
+  await expect(store.client.send(new HeadObjectCommand({ Bucket: store.bucket, Key: store.objectKey(key) }))).rejects.toMatchObject({ name: 'NotFound' });
+});
+
+test('a part the object store refuses fails the write, which stores nothing', async () => {
+  const key = 'refused/midway';
+  const body = randomBytes(4 * PART);
+  // Once the first parts are out, the multipart upload is aborted behind the writer's back (as a
+  // lifecycle rule would): the parts after it are refused (NoSuchUpload).
+  async function* abortedMidway(): AsyncGenerator<Buffer> {
+    let aborted = false;
+    for await (const chunk of chunks(body)) {
+      yield chunk;
+      const uploads = aborted ? [] : await pendingUploadsOf(key);
+      for (const u of uploads) {
+        await store.abortMultipart(u.key, u.uploadId);
+        aborted = true;
+      }
+    }
+  }
+  await expect(
+    putStreamed({ client: store.client, bucket: store.bucket, key: store.objectKey(key), buffers: new PartBuffers(PART, 3), partsInFlight: 2 }, abortedMidway()),
+  ).rejects.toMatchObject({ name: 'NoSuchUpload' });
+  expect(await pendingUploads()).toEqual([]);
+  await expect(store.client.send(new HeadObjectCommand({ Bucket: store.bucket, Key: store.objectKey(key) }))).rejects.toMatchObject({ name: 'NotFound' });
+});
+
+async function pendingUploadsOf(key: string) {
+  const out = [];
+  for await (const u of store.multipartUploads(key)) out.push(u);
+  return out;
+}
