@@ -96,6 +96,9 @@ ms mon client mode = crc
 rgw frontends = beast endpoint=127.0.0.1:$rgw_port tcp_nodelay=1
 rgw dns name = localhost
 rgw thread pool size = 64
+# One log line per request costs RGW CPU on every request; errors are still logged.
+debug rgw = 0/5
+debug ms = 0/0
 CONF
   local cmd=(-c "$conf")
   monmaptool --create --clobber --addv a "[v2:127.0.0.1:$mon_port]" --fsid "$fsid" "$DIR/monmap" >"$DIR/log/monmap.out"

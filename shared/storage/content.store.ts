@@ -33,6 +33,13 @@ export interface ContentStore {
    * (the local driver holds the file open; an object-store driver pins the object's version or ETag).
    */
   open(key: string): Promise<ContentHandle>;
+  /**
+   * Where the driver can: starts reading the bytes of `key` in `range` (all when absent) before the
+   * caller has decided to, so that an object store's round trip overlaps the caller's own lookup.
+   * Nothing reaches the caller until it opens the result. Undefined when the driver cannot (or
+   * knows nothing of the key yet); cancel what is not opened.
+   */
+  prefetch?(key: string, range: ByteRange | undefined): PrefetchedContent | undefined;
   /** Size and age of the content of `key`; undefined only when it does not exist (other failures throw). */
   stat(key: string): Promise<StoredObject | undefined>;
   /** Removes the content of `key`; nothing happens when it is gone already. */
@@ -102,6 +109,17 @@ export interface ContentHandle {
   writeTo?(dest: Writable, range?: ByteRange): Promise<void>;
   /** Releases a handle that will not be read. */
   close(): Promise<void>;
+}
+
+/**
+ * A read started before its caller knows it wants the bytes (ContentStore.prefetch): `open` gives the
+ * handle on them, `cancel` drops the read.
+ */
+export interface PrefetchedContent {
+  /** The store key the read was started on. */
+  readonly key: string;
+  open(): Promise<ContentHandle>;
+  cancel(): void;
 }
 
 /**

@@ -223,3 +223,59 @@ test('a client that goes away stops the read: it settles, and the connection to 
     await server.close();
   }
 });
+
+describe('a read started before it is wanted', () => {
+  test('waits unread until written, then sends every byte; a second write is declined', async () => {
+    const object = randomBytes(600 * KiB);
+    const server = await scriptedServer(({ socket }) => socket.write(ok(object)));
+    try {
+      const started = server.reads.start('k', '"e"', object.length, undefined);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(server.requests).toHaveLength(1);
+      const got = sink();
+      expect(await started.writeTo(got.dest)).toEqual({ sent: true });
+      expect(got.bytes().equals(object)).toBe(true);
+      expect((await started.writeTo(sink().dest)).sent).toBe(false);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('cancelled, it closes its connection and a later write is declined', async () => {
+    let storeSide: net.Socket | undefined;
+    const server = await scriptedServer(({ socket }) => {
+      storeSide = socket;
+      socket.write(ok(randomBytes(300 * KiB)));
+    });
+    try {
+      const started = server.reads.start('k', undefined, 300 * KiB, undefined);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      started.cancel();
+      await new Promise((resolve) => (storeSide!.closed ? resolve(undefined) : storeSide!.once('close', resolve)));
+      const got = sink();
+      expect((await started.writeTo(got.dest)).sent).toBe(false);
+      expect(got.bytes().length).toBe(0);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('on a kept connection the server closes before the answer is wanted, it is sent again on a new one', async () => {
+    const object = randomBytes(10 * KiB);
+    const server = await scriptedServer(({ socket, connection }) => {
+      if (connection === 1 && server.requests.length > 1) socket.destroy();
+      else socket.write(ok(object));
+    });
+    try {
+      expect(await server.reads.writeTo('k', undefined, object.length, undefined, sink().dest)).toEqual({ sent: true });
+      const started = server.reads.start('k', undefined, object.length, undefined);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const got = sink();
+      expect(await started.writeTo(got.dest)).toEqual({ sent: true });
+      expect(got.bytes().equals(object)).toBe(true);
+      expect(server.connections()).toBe(2);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -47,6 +47,17 @@ function requestedRange(req: Request, size: number, etag: string | undefined): B
 }
 
 /**
+ * The bytes of `file` sendContent would send for this request, for a read started before the file
+ * is read again (content.prefetch.ts); undefined when none should start: a HEAD, a conditional
+ * request (it may end in 304 or 412), a range past the end.
+ */
+export function prefetchRange(req: Request, file: ResourceRecord): { range: ByteRange | undefined } | undefined {
+  if (req.method !== 'GET' || req.headers['if-none-match'] !== undefined || req.headers['if-match'] !== undefined) return undefined;
+  const range = requestedRange(req, file.sizeBytes, contentEtag(file));
+  return range === 'unsatisfiable' ? undefined : { range };
+}
+
+/**
  * Sends open content: 200 with every byte, or 206 with the one range asked for, or 412/416. The
  * handle is read or closed whatever the outcome; the bytes are those the handle was opened on, even
  * if the file's content is replaced meanwhile. The caller has set the content's own headers.

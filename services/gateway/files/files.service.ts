@@ -6,7 +6,8 @@ import type { FileSortColumn, PageResult, ResourceRecord } from '../../../shared
 import { invalid, notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
 import { extensionOf, normalizeName } from '../../../shared/names';
-import { ContentNotFoundError, type ContentHandle, type ContentStore, type StagedContent } from '../../../shared/storage/content.store';
+import { ContentNotFoundError, type ContentHandle, type ContentStore, type PrefetchedContent, type StagedContent } from '../../../shared/storage/content.store';
+import { ContentPrefetch } from './content.prefetch';
 import { contentKey } from '../../../shared/storage/content.keys';
 import type { ContentWriter } from '../../../shared/storage/content.writer';
 import { ReservationRepository } from '../../../shared/db/repositories/reservation.repository';
@@ -70,6 +71,9 @@ function uploadTarget(input: UploadInput): { id: string; folderId: string | null
 }
 
 export class FilesService {
+  /** Reads of content started before a download's lookup (content.prefetch.ts). */
+  readonly prefetch: ContentPrefetch;
+
   constructor(
     private readonly owners: OwnerTransactions,
     private readonly resources: ResourceRepository,
@@ -78,7 +82,9 @@ export class FilesService {
     private readonly store: ContentStore,
     private readonly usage: UsageRepository,
     private readonly quota: QuotaObserver = silentQuotaObserver,
-  ) {}
+  ) {
+    this.prefetch = new ContentPrefetch(store);
+  }
 
   /**
    * The early refusal of a multipart upload whose body (Content-Length) cannot fit in the quota,
@@ -127,13 +133,21 @@ export class FilesService {
    * happens to the file. If the key is gone by the time it is opened, a replacement committed in
    * between removed it: the file is read again and its new content opened, so a download never
    * fails because a PUT won a race. NOT_FOUND when the file has no content (a file created by a sync
-   * op, or content missing from the store).
+   * op, or content missing from the store). `early`, a read started by `prefetch` before `file` was
+   * read, is used when it is of the content `file` names, and cancelled otherwise.
    */
-  async openContent(userId: string, file: ResourceRecord): Promise<{ file: ResourceRecord; content: ContentHandle }> {
+  async openContent(userId: string, file: ResourceRecord, early?: PrefetchedContent): Promise<{ file: ResourceRecord; content: ContentHandle }> {
+    if (early?.key === file.storageKey) {
+      this.prefetch.remember(userId, file);
+      return { file, content: await early.open() };
+    }
+    early?.cancel();
     let current: ResourceRecord | undefined = file;
     for (let attempt = 0; attempt < 3 && current?.storageKey; attempt++) {
       try {
-        return { file: current, content: await this.store.open(current.storageKey) };
+        const content = await this.store.open(current.storageKey);
+        this.prefetch.remember(userId, current);
+        return { file: current, content };
       } catch (err) {
         if (!(err instanceof ContentNotFoundError)) throw err;
       }

@@ -1,9 +1,9 @@
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { ContentNotFoundError, type ByteRange, type ContentHandle } from '../content.store';
+import { ContentNotFoundError, type ByteRange, type ContentHandle, type PrefetchedContent } from '../content.store';
 import { isNotFound, statusOf } from './s3.client';
-import type { S3SocketReads } from './s3.socket-reads';
+import type { S3SocketReads, StartedRead } from './s3.socket-reads';
 
 /** Size and ETag of objects read recently; the oldest are dropped first. */
 const HEAD_CACHE_ENTRIES = 10_000;
@@ -25,6 +25,8 @@ export class S3Reads {
    * pinned to the ETag, so a stale entry can only make a read fail, never serve other bytes.
    */
   private readonly heads = new Map<string, ObjectHead>();
+  /** Reads started by `prefetch`: written by their handle, or dropped. */
+  readonly prefetches = { used: 0, dropped: 0 };
 
   constructor(
     private readonly client: S3Client,
@@ -42,21 +44,59 @@ export class S3Reads {
       if (this.heads.size >= HEAD_CACHE_ENTRIES) this.heads.delete(this.heads.keys().next().value as string);
       this.heads.set(objectKey, head);
     }
+    return this.handle(objectKey, head);
+  }
+
+  /**
+   * The bytes in `range` of an object read recently (its size and ETag known), requested now over a
+   * socket and read when the handle `open` gives is written; undefined for any other object.
+   */
+  prefetch(objectKey: string, key: string, range: ByteRange | undefined): PrefetchedContent | undefined {
+    const head = this.heads.get(objectKey);
+    if (!head || !this.sockets || (range && range.end >= head.size)) return undefined;
+    const started = this.sockets.start(objectKey, head.etag, head.size, range);
+    const cancel = () => {
+      this.prefetches.dropped++;
+      started.cancel();
+    };
+    return { key, open: async () => this.handle(objectKey, head, { range, started }), cancel };
+  }
+
+  /** A handle on an object whose HEAD is known; `early`, a read already started for one range. */
+  private handle(objectKey: string, head: ObjectHead, early?: { range: ByteRange | undefined; started: StartedRead }): ContentHandle {
     const { etag, size } = head;
     const { sockets } = this;
+    let pending = early;
+    // The started read serves the range it was started on, once; anything else drops it.
+    const startedFor = (range: ByteRange | undefined) => {
+      const taken = pending;
+      pending = undefined;
+      if (!taken) return undefined;
+      if (taken.range?.start === range?.start && taken.range?.end === range?.end) {
+        this.prefetches.used++;
+        return taken.started;
+      }
+      this.prefetches.dropped++;
+      taken.started.cancel();
+      return undefined;
+    };
     return {
       size,
       // Pinned to the ETag seen at opening: bytes of a newer object under the key are never mixed in.
-      read: (range?: ByteRange) => this.download(objectKey, etag, range),
+      read: (range?: ByteRange) => {
+        startedFor(undefined)?.cancel();
+        return this.download(objectKey, etag, range);
+      },
       ...(sockets && {
         writeTo: async (dest: Writable, range?: ByteRange) => {
-          const outcome = await sockets.writeTo(objectKey, etag, size, range, dest);
+          const started = startedFor(range) ?? sockets.start(objectKey, etag, size, range);
+          const outcome = await started.writeTo(dest);
           if (outcome.sent) return;
           // Declined before a byte was sent: the SDK reads it, retrying and naming the error.
           await pipeline(await this.download(objectKey, etag, range), dest, { end: false });
         },
       }),
-      close: async () => undefined,
+      close: async () => startedFor(undefined)?.cancel(),
     };
   }
 

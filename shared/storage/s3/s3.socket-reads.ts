@@ -11,6 +11,8 @@ const MAX_HEAD_BYTES = 64 * 1024;
 /** The bytes copied out of the shared receive buffer are carved from slabs of this size; this many are kept for reuse. */
 const SLAB_BYTES = 4 * 1024 * 1024;
 const SPARE_SLABS = 8;
+/** A started read neither written nor cancelled within this long closes its connection. */
+const START_TTL_MS = 10_000;
 /** A read that receives nothing for this long fails. */
 const READ_TIMEOUT_MS = 30_000;
 /** SHA-256 of the empty body of a GET, as SigV4 signs it. */
@@ -41,7 +43,22 @@ const encodeKey = (key: string) =>
     .join('/');
 
 /** The outcome of one GET on a connection: the bytes went to `dest`, or the answer was not one to stream. */
-type Exchange = { sent: true } | { sent: false; reason: string };
+export type Exchange = { sent: true } | { sent: false; reason: string };
+
+/** A GET sent before its bytes are wanted: the answer waits, unread, for `writeTo` or `cancel`. */
+export interface StartedRead {
+  /** As S3SocketReads.writeTo, for what the read was started on; a second call is declined. */
+  writeTo(dest: Writable): Promise<Exchange>;
+  /** Closes the request's connection unless writeTo was called; a later writeTo is declined. */
+  cancel(): void;
+}
+
+/** A request written on a connection, its answer not read yet. */
+interface Sending {
+  conn: PooledSocket;
+  /** The connection ended or failed before the answer was wanted. */
+  closed: boolean;
+}
 
 /**
  * GETs of objects written straight into a response over plain HTTP, for an endpoint on `http:` (an
@@ -88,22 +105,44 @@ export class S3SocketReads {
    * first; `{ sent: false }` when nothing was written and the SDK should read instead; rejects when
    * the connection fails after bytes were written (the caller cuts the response).
    */
-  async writeTo(objectKey: string, etag: string | undefined, size: number, range: ByteRange | undefined, dest: Writable): Promise<Exchange> {
-    if (etag !== undefined && /[\r\n]/.test(etag)) return this.counted({ sent: false, reason: 'unusable ETag' });
-    const request = await this.signedRequest(objectKey, etag, range);
+  writeTo(objectKey: string, etag: string | undefined, size: number, range: ByteRange | undefined, dest: Writable): Promise<Exchange> {
+    return this.start(objectKey, etag, size, range).writeTo(dest);
+  }
+
+  /**
+   * Sends the GET of `writeTo` now and reads its answer only when `writeTo` is called on the result:
+   * the object store's round trip runs while the caller does something else (a download looks its
+   * file up). A start neither written nor cancelled within START_TTL_MS closes its connection.
+   */
+  start(objectKey: string, etag: string | undefined, size: number, range: ByteRange | undefined): StartedRead {
     const expected = { status: range ? 206 : 200, length: range ? range.end - range.start + 1 : size };
-    for (let attempt = 0; ; attempt++) {
-      let conn: PooledSocket;
-      try {
-        conn = await this.pool.acquire();
-      } catch (err) {
-        return this.counted({ sent: false, reason: (err as Error).message });
-      }
-      const outcome = await this.exchange(conn, request, expected, dest);
-      // A kept connection the server closed meanwhile fails before answering: once more on a new one.
-      if (outcome === 'stale' && attempt === 0) continue;
-      return this.counted(outcome === 'stale' ? { sent: false, reason: 'the connection closed before an answer' } : outcome);
-    }
+    const request = etag !== undefined && /[\r\n]/.test(etag) ? undefined : this.signedRequest(objectKey, etag, range);
+    const first = request?.then((text) => this.send(text, false)).catch(() => undefined);
+    let state: 'started' | 'used' | 'cancelled' = 'started';
+    const cancel = () => {
+      clearTimeout(expiry);
+      if (state !== 'started') return;
+      state = 'cancelled';
+      void first?.then((sending) => sending?.conn.socket.destroy());
+    };
+    const expiry = setTimeout(cancel, START_TTL_MS).unref();
+    return {
+      cancel,
+      writeTo: async (dest) => {
+        clearTimeout(expiry);
+        if (state !== 'started' || !request) return this.counted({ sent: false, reason: request ? `read ${state}` : 'unusable ETag' });
+        state = 'used';
+        let sending = await first;
+        for (let attempt = 0; ; attempt++) {
+          if (!sending) return this.counted({ sent: false, reason: 'no connection to the object store' });
+          const outcome = await this.receive(sending, expected, dest);
+          // A kept connection the server closed meanwhile fails before answering: once more on a new one.
+          if (outcome !== 'stale') return this.counted(outcome);
+          if (attempt > 0) return this.counted({ sent: false, reason: 'the connection closed before an answer' });
+          sending = await this.send(await request, true).catch(() => undefined);
+        }
+      },
+    };
   }
 
   private counted(outcome: Exchange): Exchange {
@@ -130,9 +169,24 @@ export class S3SocketReads {
     return `${text}\r\n`;
   }
 
-  /** One GET on `conn`; 'stale' when a reused connection failed before any byte of an answer. */
-  private exchange(conn: PooledSocket, request: string, expected: { status: number; length: number }, dest: Writable): Promise<Exchange | 'stale'> {
+  /** Sends `request` on a connection whose answer is left unread until `receive`. */
+  private async send(request: string, fresh: boolean): Promise<Sending> {
+    const conn = await this.pool.acquire(fresh);
+    const sending: Sending = { conn, closed: false };
+    conn.socket.pause();
+    conn.sink = { data: () => undefined, closed: () => void (sending.closed = true) };
+    conn.socket.write(request);
+    return sending;
+  }
+
+  /** Reads the answer of a sent GET into `dest`; 'stale' when a reused connection failed before any byte of it. */
+  private receive(sending: Sending, expected: { status: number; length: number }, dest: Writable): Promise<Exchange | 'stale'> {
+    const { conn } = sending;
     const { socket } = conn;
+    if (sending.closed || socket.destroyed) {
+      socket.destroy();
+      return Promise.resolve(conn.reused ? 'stale' : { sent: false, reason: 'the connection closed before an answer' });
+    }
     return new Promise((resolve, reject) => {
       let head = '';
       let remaining = -1;
@@ -202,7 +256,7 @@ export class S3SocketReads {
       if (dest.destroyed) return settle({ sent: true });
       dest.once('close', destClosed);
       socket.setTimeout(READ_TIMEOUT_MS);
-      socket.write(request);
+      socket.resume();
     });
   }
 }

@@ -43,9 +43,9 @@ export class SocketPool {
     private readonly port: number,
   ) {}
 
-  /** An idle connection, or a new one once it is connected. */
-  async acquire(): Promise<PooledSocket> {
-    const kept = this.idle.pop();
+  /** An idle connection, or a new one once it is connected (always a new one when `fresh`). */
+  async acquire(fresh = false): Promise<PooledSocket> {
+    const kept = fresh ? undefined : this.idle.pop();
     if (kept) {
       kept.socket.setTimeout(0);
       kept.socket.ref();

@@ -13,8 +13,10 @@ import type { S3Config } from '../../config';
 import { newId } from '../../ids';
 import {
   STAGING_PREFIX,
+  type ByteRange,
   type ContentHandle,
   type ContentStore,
+  type PrefetchedContent,
   type ResumableDataStore,
   type StageOptions,
   type StagedContent,
@@ -151,6 +153,15 @@ export class S3ContentStore implements ContentStore {
 
   open(key: string): Promise<ContentHandle> {
     return this.reads.open(this.objectKey(key), key);
+  }
+
+  /** @internal Reads started by `prefetch`, written or dropped. */
+  get prefetches(): { readonly used: number; readonly dropped: number } {
+    return this.reads.prefetches;
+  }
+
+  prefetch(key: string, range: ByteRange | undefined): PrefetchedContent | undefined {
+    return this.reads.prefetch(this.objectKey(key), key, range);
   }
 
   async stat(key: string): Promise<StoredObject | undefined> {
