@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
 import { PartBuffers, putStreamed } from '../../shared/storage/s3/s3.multipart';
-import { S3ContentStore } from '../../shared/storage/s3/s3.store';
-import { createContentStore } from '../../shared/storage/store.factory';
-import { createTestEnv, type TestEnv } from '../support/harness';
+import type { S3ContentStore } from '../../shared/storage/s3/s3.store';
+import { onS3Store } from '../support/drivers';
 
 /**
  * Streamed writes of the S3 driver on the suite's RGW: content of any size arrives whole, parts
@@ -14,16 +13,11 @@ const MiB = 1024 * 1024;
 /** S3's smallest part (but the last): the tests cross part boundaries without writing much. */
 const PART = 5 * MiB;
 
-let env: TestEnv;
+const s3 = onS3Store();
 let store: S3ContentStore;
 
-beforeAll(async () => {
-  env = await createTestEnv({ STORAGE_DRIVER: 's3' });
-  store = createContentStore(env.config) as S3ContentStore;
-});
-
-afterAll(async () => {
-  await env?.dropAll();
+beforeAll(() => {
+  store = s3.store();
 });
 
 /** `body` as a socket delivers it: chunks of uneven sizes. */

@@ -2,25 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { ContentNotFoundError } from '../../shared/storage/content.store';
-import { S3ContentStore } from '../../shared/storage/s3/s3.store';
-import { createContentStore } from '../../shared/storage/store.factory';
-import { createTestEnv, type TestEnv } from '../support/harness';
+import type { S3ContentStore } from '../../shared/storage/s3/s3.store';
+import { onS3Store } from '../support/drivers';
 
 /**
  * Reads of the S3 driver on the suite's RGW, straight into a destination (what a download does):
  * signed as RGW requires, whole and by range, pinned to the object the handle was opened on.
  */
 
-let env: TestEnv;
+const s3 = onS3Store();
 let store: S3ContentStore;
 
-beforeAll(async () => {
-  env = await createTestEnv({ STORAGE_DRIVER: 's3' });
-  store = createContentStore(env.config) as S3ContentStore;
-});
-
-afterAll(async () => {
-  await env?.dropAll();
+beforeAll(() => {
+  store = s3.store();
 });
 
 function collector() {

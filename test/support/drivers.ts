@@ -11,7 +11,7 @@ import { LocalContentStore } from '../../shared/storage/local/local.store';
 import { S3ContentStore } from '../../shared/storage/s3/s3.store';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { listFilesUnder } from './fixtures';
-import type { TestEnv } from './harness';
+import { createTestEnv, type TestEnv } from './harness';
 import { emptyPrefix, s3Environment } from './rgw';
 
 /**
@@ -233,4 +233,21 @@ export async function storeOutage(driver: Driver): Promise<StoreOutage> {
     end: () => listen(port),
     close: stop,
   };
+}
+
+/**
+ * For a test file about the S3 driver itself: a test environment on the suite's RGW and its store,
+ * made before the file's tests and dropped after them.
+ */
+export function onS3Store(): { env: () => TestEnv; store: () => S3ContentStore } {
+  let env: TestEnv | undefined;
+  let store: S3ContentStore | undefined;
+  beforeAll(async () => {
+    env = await createTestEnv({ STORAGE_DRIVER: 's3' });
+    store = createContentStore(env.config) as S3ContentStore;
+  });
+  afterAll(async () => {
+    await env?.dropAll();
+  });
+  return { env: () => env!, store: () => store! };
 }
