@@ -67,24 +67,25 @@ export class S3Reads {
     const { etag, size } = head;
     const { sockets } = this;
     let pending = early;
+    const drop = () => {
+      if (!pending) return;
+      this.prefetches.dropped++;
+      pending.started.cancel();
+      pending = undefined;
+    };
     // The started read serves the range it was started on, once; anything else drops it.
     const startedFor = (range: ByteRange | undefined) => {
-      const taken = pending;
+      if (!pending || pending.range?.start !== range?.start || pending.range?.end !== range?.end) return drop();
+      const { started } = pending;
       pending = undefined;
-      if (!taken) return undefined;
-      if (taken.range?.start === range?.start && taken.range?.end === range?.end) {
-        this.prefetches.used++;
-        return taken.started;
-      }
-      this.prefetches.dropped++;
-      taken.started.cancel();
-      return undefined;
+      this.prefetches.used++;
+      return started;
     };
     return {
       size,
       // Pinned to the ETag seen at opening: bytes of a newer object under the key are never mixed in.
       read: (range?: ByteRange) => {
-        startedFor(undefined)?.cancel();
+        drop();
         return this.download(objectKey, etag, range);
       },
       ...(sockets && {
@@ -96,7 +97,7 @@ export class S3Reads {
           await pipeline(await this.download(objectKey, etag, range), dest, { end: false });
         },
       }),
-      close: async () => startedFor(undefined)?.cancel(),
+      close: async () => drop(),
     };
   }
 
