@@ -54,10 +54,10 @@ export interface StreamedPut {
 
 /**
  * Writes the bytes of `source` to one object, streamed: content that fits in one part is one
- * PutObject, larger content a multipart upload, its parts sent `partsInFlight` at once while the
- * next is read. At most (partsInFlight + 1) parts are in memory. On any failure, the source's
- * included, the multipart upload is aborted once its parts in flight have settled, so that no part
- * is left stored; the error is rethrown.
+ * PutObject, larger content a multipart upload whose parts go out while the next is read. At most
+ * `partsInFlight` parts are in memory, those being sent and the one being filled. On any failure,
+ * the source's included, the multipart upload is aborted once its parts in flight have settled, so
+ * that no part is left stored; the error is rethrown.
  */
 export async function putStreamed(put: StreamedPut, source: AsyncIterable<Buffer>): Promise<void> {
   const { client, bucket, key, buffers } = put;
