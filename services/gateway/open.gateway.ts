@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../../shared/config';
+import { ChangeRepository } from '../../shared/db/repositories/change.repository';
 import { ContentRepository } from '../../shared/db/repositories/content.repository';
 import type { Db } from '../../shared/db/knex';
 import type { Logger } from '../../shared/logger';
@@ -10,7 +11,7 @@ import { createContentStore } from '../../shared/storage/store.factory';
 import { claimStore } from '../../shared/storage/store.identity';
 import { buildGateway, type Gateway } from './app';
 import { ensureInitialAdmin, resolveJwtSecret } from './bootstrap';
-import { ChangeHub } from './changes/change.hub';
+import { ChangeHub, FEED_RECHECK_MS } from './changes/change.hub';
 import { GracefulServer } from './http/graceful.server';
 import { createHttpServer, listen, type HttpServerOptions } from './http/http.server';
 import { BatchSubmitter } from './sync/batch.submitter';
@@ -57,7 +58,11 @@ export async function openGateway(options: GatewayOptions): Promise<OpenGateway>
   await claimStore(store, new ContentRepository(db));
   const jwtSecret = await resolveJwtSecret(config);
   const sync = new BatchSubmitter({ redis: config, prefix: config.queuePrefix, timeoutMs: config.syncTimeoutMs, db }, logger);
-  const changes = new ChangeHub(config, config.queuePrefix, { maxHeld: config.feedMaxHeld, maxPerUser: config.feedMaxHeldPerUser }, logger);
+  const positions = new ChangeRepository(db);
+  const changes = new ChangeHub(config, config.queuePrefix, { maxHeld: config.feedMaxHeld, maxPerUser: config.feedMaxHeldPerUser }, logger, {
+    positions: (userIds) => positions.lastSeqs(userIds),
+    everyMs: FEED_RECHECK_MS,
+  });
   const maintenance = openMaintenanceQueue(config, config.queuePrefix);
   const gateway = buildGateway({ config, jwtSecret, db, sync, changes, logger, opsQueues: [maintenance], store });
   const { hasher, storage } = gateway;

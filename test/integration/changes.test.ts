@@ -2,6 +2,7 @@ import IORedis from 'ioredis';
 import { NO_DEVICE, OwnerTransactions } from '../../shared/db/owner.transaction';
 import { ResourceRepository } from '../../shared/db/repositories/resource.repository';
 import { newId } from '../../shared/ids';
+import { FEED_RECHECK_MS } from '../../services/gateway/changes/change.hub';
 import { Api } from '../support/client';
 import { expectError, ISO_MS } from '../support/fixtures';
 import type { RunningGateway, TestEnv } from '../support/harness';
@@ -303,6 +304,26 @@ describe('long poll', () => {
 
     expect(page.items.map((i) => i.id)).toEqual([id]);
     expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  test('a change whose notification is lost, with the subscription intact, answers a held request by the next recheck', async () => {
+    const { api, userId } = await newUser();
+    const { cursor } = await feed(api);
+    const held = feed(api, { cursor, wait: 30 });
+    await new Promise((r) => setTimeout(r, 300));
+    const id = newId();
+    await new OwnerTransactions(env.db).run({ userId, deviceId: NO_DEVICE }, (trx, clock) =>
+      new ResourceRepository(trx).insert({
+        id, userId, parentId: null, type: 'folder', name: 'unannounced', sizeBytes: 0, mimeType: null,
+        extension: null, storageKey: null, contentSha256: null, createdAt: new Date(), change: clock.next(),
+      }),
+    );
+    const started = Date.now();
+
+    const page = await held;
+
+    expect(page.items.map((i) => i.id)).toEqual([id]);
+    expect(Date.now() - started).toBeLessThan(FEED_RECHECK_MS + 3000);
   });
 
   test('a client that hangs up lets go of its held request', async () => {

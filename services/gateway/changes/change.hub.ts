@@ -11,6 +11,19 @@ export interface HeldRequest {
   readonly settled: Promise<WaitOutcome>;
   /** Lets go of the request early (answered, or the client went away). */
   release(): void;
+  /**
+   * The owner's feed position the request has read up to, read before its feed: once the owner's
+   * position passes it, the recheck wakes the request even if no notification came.
+   */
+  watchFrom(position: number): void;
+}
+
+/** The owners' last feed positions (users.change_seq), read for the recheck. */
+export type FeedPositions = (userIds: readonly string[]) => Promise<Map<string, number>>;
+
+export interface HubRecheck {
+  positions: FeedPositions;
+  everyMs: number;
 }
 
 export interface HubLimits {
@@ -22,13 +35,26 @@ export interface HubLimits {
 
 interface Waiter {
   settle(outcome: WaitOutcome): void;
+  /** Set by watchFrom; until then the recheck leaves the request alone. */
+  since?: number;
 }
+
+/** How often held owners' positions are read: the longest a lost notification delays an answer. */
+export const FEED_RECHECK_MS = 2000;
+
+/** Owners asked about in one query of the recheck. */
+const RECHECK_CHUNK = 500;
 
 /**
  * Holds change-feed requests until their user's tree changes. One Redis subscription per gateway,
  * whatever the number of held requests; a held request costs a timer and a closure, and no database
  * work until it is woken. Writers anywhere publish after commit (see change.channel.ts); writes made by
  * this gateway also wake its own requests directly, without the round trip through Redis.
+ *
+ * Pub/sub delivers at most once: a message published while the subscription is being re-established
+ * (a reconnect, a cluster failover) is gone. So every `everyMs` the hub also reads the positions of
+ * the owners it holds requests for, one query per 500 owners, and wakes the requests whose owner has
+ * moved on: a lost notification delays an answer by that much, never by the request's whole wait.
  */
 export class ChangeHub implements ChangeNotifier {
   private readonly subscriber: RedisConnection;
@@ -37,12 +63,15 @@ export class ChangeHub implements ChangeNotifier {
   private readonly waiters = new Map<string, Set<Waiter>>();
   private count = 0;
   private closing = false;
+  private readonly rechecking?: NodeJS.Timeout;
+  private recheckRunning = false;
 
   constructor(
     redis: RedisTarget,
     prefix: string,
     private readonly limits: HubLimits,
     private readonly logger: Logger,
+    recheck?: HubRecheck,
   ) {
     this.channel = changeChannel(prefix);
     this.publisher = new RedisChangeNotifier(redis, prefix, logger);
@@ -58,6 +87,7 @@ export class ChangeHub implements ChangeNotifier {
     });
     // On a cluster the subscription moves to another node when its node fails: the same applies.
     this.subscriber.on('-node', () => this.wakeAll());
+    if (recheck) this.rechecking = setInterval(() => void this.recheckPositions(recheck.positions), recheck.everyMs).unref();
   }
 
   /** Resolves once the subscription is in place and the publisher answers. */
@@ -99,7 +129,35 @@ export class ChangeHub implements ChangeNotifier {
     });
     own.add(waiter);
     timer = setTimeout(() => waiter.settle('timeout'), ms);
-    return { settled, release: () => waiter.settle('timeout') };
+    return {
+      settled,
+      release: () => waiter.settle('timeout'),
+      watchFrom: (position) => {
+        waiter.since = position;
+      },
+    };
+  }
+
+  /** Wakes the held requests whose owner's position passed the one they read up to. */
+  private async recheckPositions(positions: FeedPositions): Promise<void> {
+    if (this.recheckRunning || this.count === 0) return;
+    this.recheckRunning = true;
+    try {
+      const owners = [...this.waiters.keys()];
+      for (let i = 0; i < owners.length; i += RECHECK_CHUNK) {
+        const now = await positions(owners.slice(i, i + RECHECK_CHUNK));
+        for (const [userId, position] of now) {
+          for (const waiter of [...(this.waiters.get(userId) ?? [])]) {
+            if (waiter.since !== undefined && position > waiter.since) waiter.settle('changed');
+          }
+        }
+      }
+    } catch (err) {
+      // The notifications still work, and the next recheck tries again.
+      this.logger.warn({ err: (err as Error).message }, 'change feed: could not recheck the held owners');
+    } finally {
+      this.recheckRunning = false;
+    }
   }
 
   private wake(userId: string): void {
@@ -115,6 +173,7 @@ export class ChangeHub implements ChangeNotifier {
   /** Answers every held request at once, so a shutdown does not wait for their timeouts. */
   async close(): Promise<void> {
     this.closing = true;
+    clearInterval(this.rechecking);
     this.wakeAll('closing');
     this.subscriber.disconnect();
     this.publisher.close();

@@ -1,6 +1,6 @@
 import { FEED_START, type ChangeRepository } from '../../../shared/db/repositories/change.repository';
 import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
-import type { ChangeHub } from './change.hub';
+import type { ChangeHub, HeldRequest } from './change.hub';
 import type { CursorCodec, FeedCursor } from './feed.cursor';
 
 export type { ResourceRecord };
@@ -35,8 +35,9 @@ export class ChangesService {
   async feed(req: FeedRequest): Promise<FeedPage> {
     const start = req.cursor === undefined ? await this.startOf(req.userId) : this.cursors.decode(req.userId, req.cursor);
     const deadline = Date.now() + req.waitMs;
-    let held = req.waitMs > 0 ? this.hold(req, deadline) : undefined;
+    let held: HeldRequest | undefined;
     try {
+      if (req.waitMs > 0) held = await this.hold(req, deadline);
       for (;;) {
         const page = await this.read(req, start);
         if (page.items.length > 0 || !held) return page;
@@ -44,16 +45,27 @@ export class ChangesService {
         if (outcome === 'closing' || req.signal.aborted) return page;
         // A timeout reads once more: a lost notification delays an answer, it never hides a change.
         if (outcome === 'timeout' || Date.now() >= deadline) return this.read(req, start);
-        held = this.hold(req, deadline);
+        held = await this.hold(req, deadline);
       }
     } finally {
       held?.release();
     }
   }
 
-  private hold(req: FeedRequest, deadline: number) {
+  /**
+   * Registers the wait, then reads the owner's position, then (the caller) the feed: a change that
+   * commits after the feed was read either notifies the hold or moves the position past the one
+   * read here, which the hub's recheck sees.
+   */
+  private async hold(req: FeedRequest, deadline: number): Promise<HeldRequest> {
     const held = this.hub.hold(req.userId, Math.max(0, deadline - Date.now()));
     req.signal.addEventListener('abort', () => held.release(), { once: true });
+    try {
+      held.watchFrom(await this.changes.lastSeq(req.userId));
+    } catch (err) {
+      held.release();
+      throw err;
+    }
     return held;
   }
 

@@ -23,6 +23,13 @@ export class ChangeRepository {
     return Number(row?.change_seq ?? 0);
   }
 
+  /** The last positions of these owners; an owner that no longer exists is left out. */
+  async lastSeqs(userIds: readonly string[]): Promise<Map<string, number>> {
+    if (userIds.length === 0) return new Map();
+    const rows = await this.db('users').whereIn('id', userIds).select<{ id: string; change_seq: string | number }[]>('id', 'change_seq');
+    return new Map(rows.map((r) => [r.id, Number(r.change_seq)]));
+  }
+
   /**
    * Resources changed after `after`, at most `limit`. Resources deleted at or before `hideDeletedUpTo`
    * are left out: a client starting from scratch has nothing to delete.
