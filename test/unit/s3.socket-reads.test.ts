@@ -104,10 +104,15 @@ test('the bytes of the object reach the destination, the request is signed, and 
     expect(server.connections()).toBe(1);
     const [first, second] = server.requests;
     expect(first!.head).toMatch(/^GET \/b\/dev\/a%20b%2Bc HTTP\/1\.1\r\n/);
-    expect(first!.head).toMatch(/\r\nauthorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/us-east-1\/s3\/aws4_request, SignedHeaders=host;if-match;x-amz-content-sha256;x-amz-date, Signature=[0-9a-f]{64}/i);
+    expect(first!.head).toMatch(/\r\nauthorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/us-east-1\/s3\/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=[0-9a-f]{64}/i);
     expect(first!.head).toMatch(/\r\nif-match: "etag-1"/i);
     expect(second!.head).toMatch(/\r\nrange: bytes=1000-70000/i);
-    expect(second!.head).toMatch(/SignedHeaders=host;if-match;range;x-amz-content-sha256;x-amz-date/i);
+    // The signed part of a GET names the object alone, so the next read of it reuses the signature.
+    const authorization = (head: string) => /\r\nauthorization: ([^\r]+)/i.exec(head)![1];
+    expect(authorization(second!.head)).toBe(authorization(first!.head));
+
+    await server.reads.writeTo('dev/other', undefined, object.length, undefined, sink().dest);
+    expect(authorization(server.requests[2]!.head)).not.toBe(authorization(first!.head));
   } finally {
     await server.close();
   }
@@ -155,6 +160,40 @@ test.each([
     const got = sink();
     const outcome = await server.reads.writeTo('k', '"e"', 4, undefined, got.dest);
     expect(outcome.sent).toBe(false);
+    expect(got.bytes().length).toBe(0);
+  } finally {
+    await server.close();
+  }
+});
+
+test.each([
+  ['inside the status line', 10],
+  ['inside the blank line that ends it', -2],
+  ['right after it', 0],
+])('a head that arrives in two reads, cut %s, is read whole and the body after it is sent exactly', async (_where, cut) => {
+  const object = randomBytes(200 * KiB);
+  const answer = ok(object);
+  const headLength = answer.indexOf('\r\n\r\n') + 4;
+  const at = cut > 0 ? cut : headLength + cut;
+  const server = await scriptedServer(({ socket }) => {
+    socket.write(answer.subarray(0, at));
+    setTimeout(() => socket.write(answer.subarray(at)), 30);
+  });
+  try {
+    const got = sink();
+    expect(await server.reads.writeTo('k', undefined, object.length, undefined, got.dest)).toEqual({ sent: true });
+    expect(got.bytes().equals(object)).toBe(true);
+  } finally {
+    await server.close();
+  }
+});
+
+test('a head longer than 64 KiB is declined before a byte reaches the destination', async () => {
+  const server = await scriptedServer(({ socket }) => socket.write(`HTTP/1.1 200 OK\r\nContent-Length: 4\r\nX-Filler: ${'a'.repeat(70 * KiB)}\r\n\r\nabcd`));
+  try {
+    const got = sink();
+    const outcome = await server.reads.writeTo('k', undefined, 4, undefined, got.dest);
+    expect(outcome).toEqual({ sent: false, reason: 'an answer head over 64 KiB' });
     expect(got.bytes().length).toBe(0);
   } finally {
     await server.close();

@@ -4,6 +4,8 @@ import { AppError } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
 
 export const TOKEN_TTL_SECONDS = 7 * 24 * 3600;
+/** Tokens whose verification is remembered; a client sends the same one with every request. */
+const VERIFIED_KEPT = 10_000;
 
 export interface TokenClaims {
   userId: string;
@@ -19,6 +21,11 @@ export class TokenService {
    * which cost more than the HMAC itself.
    */
   private readonly key: KeyObject;
+  /**
+   * Tokens that passed verify, by their exact text, with their expiry (epoch seconds): only the
+   * token that was verified matches, and it is refused again once it expires. Oldest first.
+   */
+  private readonly verified = new Map<string, { claims: TokenClaims; exp: number }>();
 
   constructor(secret: string) {
     this.key = createSecretKey(Buffer.from(secret, 'utf8'));
@@ -38,6 +45,16 @@ export class TokenService {
    * well-formed ids.
    */
   verify(token: string): TokenClaims {
+    const kept = this.verified.get(token);
+    if (kept && kept.exp > Date.now() / 1000) return kept.claims;
+    if (kept) this.verified.delete(token);
+    const { claims, exp } = this.check(token);
+    this.verified.set(token, { claims, exp });
+    if (this.verified.size > VERIFIED_KEPT) this.verified.delete(this.verified.keys().next().value!);
+    return claims;
+  }
+
+  private check(token: string): { claims: TokenClaims; exp: number } {
     let payload: string | jwt.JwtPayload;
     try {
       payload = jwt.verify(token, this.key, { algorithms: ['HS256'] });
@@ -49,6 +66,6 @@ export class TokenService {
     if (payload.exp - payload.iat > TOKEN_TTL_SECONDS || payload.iat > Date.now() / 1000 + 60) throw unauthorized();
     const deviceId = (payload as { device_id?: unknown }).device_id;
     if (!isId(payload.sub) || !isId(deviceId)) throw unauthorized();
-    return { userId: payload.sub, deviceId };
+    return { claims: { userId: payload.sub, deviceId }, exp: payload.exp };
   }
 }

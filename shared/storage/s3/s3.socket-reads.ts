@@ -15,6 +15,11 @@ const SPARE_SLABS = 8;
 const START_TTL_MS = 10_000;
 /** A read that receives nothing for this long fails. */
 const READ_TIMEOUT_MS = 30_000;
+/** How long a signed request head is reused, and for how many objects at most. */
+const SIGNATURE_REUSE_MS = 60_000;
+const SIGNATURES_KEPT = 1024;
+/** The blank line that ends a response's head. */
+const HEAD_END = '\r\n\r\n';
 /** SHA-256 of the empty body of a GET, as SigV4 signs it. */
 const EMPTY_BODY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
@@ -77,6 +82,8 @@ export class S3SocketReads {
   private readonly signer: SignatureV4;
   private readonly endpoint: URL;
   private readonly slabs = new Slabs(SLAB_BYTES, SPARE_SLABS);
+  /** Signed request heads by object key, oldest first. */
+  private readonly signatures = new Map<string, { text: string; at: number }>();
   /** Reads streamed over the socket, and reads declined to the SDK, since the start. */
   readonly counts = { streamed: 0, declined: 0 };
 
@@ -157,16 +164,32 @@ export class S3SocketReads {
   }
 
   private async signedRequest(objectKey: string, etag: string | undefined, range: ByteRange | undefined): Promise<string> {
+    let text = await this.signedHead(objectKey);
+    // Neither is signed: SigV4 covers the headers a request names, and these change from read to read.
+    if (etag !== undefined) text += `if-match: ${etag}\r\n`;
+    if (range) text += `range: bytes=${range.start}-${range.end}\r\n`;
+    return `${text}\r\n`;
+  }
+
+  /**
+   * The request line and signed headers of a GET of `objectKey`. A signature is reused for a minute
+   * (S3 accepts a request dated up to 15 minutes from its clock), so repeated reads of one object, a
+   * player seeking through a video, sign once rather than on every read.
+   */
+  private async signedHead(objectKey: string): Promise<string> {
+    const kept = this.signatures.get(objectKey);
+    const now = Date.now();
+    if (kept && now - kept.at < SIGNATURE_REUSE_MS) return kept.text;
     const base = this.endpoint.pathname.replace(/\/$/, '');
     const path = this.config.forcePathStyle ? `${base}/${this.config.bucket}/${encodeKey(objectKey)}` : `${base}/${encodeKey(objectKey)}`;
     const host = this.config.forcePathStyle ? this.endpoint.host : `${this.config.bucket}.${this.endpoint.host}`;
-    const headers: Record<string, string> = { host, 'x-amz-content-sha256': EMPTY_BODY_SHA256 };
-    if (etag !== undefined) headers['if-match'] = etag;
-    if (range) headers.range = `bytes=${range.start}-${range.end}`;
-    const signed = await this.signer.sign({ method: 'GET', protocol: 'http:', hostname: host, path, query: {}, headers });
+    const signed = await this.signer.sign({ method: 'GET', protocol: 'http:', hostname: host, path, query: {}, headers: { host, 'x-amz-content-sha256': EMPTY_BODY_SHA256 } });
     let text = `GET ${path} HTTP/1.1\r\n`;
     for (const [name, value] of Object.entries(signed.headers)) text += `${name}: ${value}\r\n`;
-    return `${text}\r\n`;
+    this.signatures.delete(objectKey);
+    this.signatures.set(objectKey, { text, at: now });
+    if (this.signatures.size > SIGNATURES_KEPT) this.signatures.delete(this.signatures.keys().next().value!);
+    return text;
   }
 
   /** Sends `request` on a connection whose answer is left unread until `receive`. */
@@ -230,10 +253,15 @@ export class S3SocketReads {
           if (settled) return;
           received = true;
           if (remaining >= 0) return body(buf, 0, n);
-          head += buf.toString('latin1', 0, n);
-          const end = head.indexOf('\r\n\r\n');
+          // Only the head becomes text: the first read usually carries it whole and much of the body
+          // after it, which is found in the bytes rather than converted with them.
+          const prev = head.length;
+          const scan = Math.min(n, MAX_HEAD_BYTES + HEAD_END.length - prev);
+          const at = prev === 0 ? buf.subarray(0, scan).indexOf(HEAD_END) : -1;
+          head += buf.toString('latin1', 0, at >= 0 ? at + HEAD_END.length : scan);
+          const end = head.indexOf(HEAD_END);
           if (end < 0) {
-            if (head.length > MAX_HEAD_BYTES) settle({ sent: false, reason: 'an answer head over 64 KiB' });
+            if (scan < n || head.length > MAX_HEAD_BYTES) settle({ sent: false, reason: 'an answer head over 64 KiB' });
             return;
           }
           const parsed = parseResponseHead(head.slice(0, end));
@@ -243,7 +271,7 @@ export class S3SocketReads {
           }
           remaining = length;
           keep = parsed.headers.get('connection')?.toLowerCase() !== 'close';
-          const after = n - (head.length - end - 4);
+          const after = end + HEAD_END.length - prev;
           if (remaining === 0) return settle({ sent: true }, keep && after === n);
           if (after < n) body(buf, after, n - after);
         },
