@@ -36,3 +36,23 @@ test('a slab is reused once every write of its chunks completed, and only then',
   expect(reused.chunk.buffer).toBe(firstMemory);
   expect(reused.chunk.equals(source)).toBe(true);
 });
+
+test("a lane holds its slab until it is released and every chunk taken from it was written", () => {
+  const slabs = new Slabs(64 * KiB, 4);
+  const lane = slabs.lane(64 * KiB);
+  const memory = lane.space.buffer;
+  lane.space.fill(7, 0, 16 * KiB);
+  const { chunk, written } = lane.take(0, 16 * KiB);
+  lane.advance(16 * KiB);
+  expect(lane.space.length).toBe(48 * KiB);
+  // The slab is full: what comes next is carved from another one.
+  expect(slabs.copy(randomBytes(KiB), 0, KiB).chunk.buffer).not.toBe(memory);
+  lane.release();
+  // Released, but a chunk's write is pending: the slab is still not handed out.
+  slabs.copy(randomBytes(63 * KiB), 0, 63 * KiB);
+  expect(slabs.copy(randomBytes(KiB), 0, KiB).chunk.buffer).not.toBe(memory);
+  expect(chunk.every((b) => b === 7)).toBe(true);
+  written();
+  // Now it is: the next slab taken is that one.
+  expect(slabs.lane(64 * KiB).space.buffer).toBe(memory);
+});

@@ -259,6 +259,58 @@ test('a slow client is followed at its pace: every byte arrives, in order', asyn
   }
 });
 
+test('many reads at once, over kept connections, with clients of every pace and some leaving: each client gets exactly its bytes', async () => {
+  // Objects of sizes around the lanes' (512 KiB) and the slabs' (4 MiB), sent in uneven pieces.
+  const objects = [1, 700, 511 * KiB, 512 * KiB + 1, 1500 * KiB, 5 * 1024 * KiB].map((n) => randomBytes(n));
+  const server = await scriptedServer(({ head, socket }) => {
+    const answer = ok(objects[Number(/^GET \/b\/o(\d+) /.exec(head)![1])]!);
+    let at = 0;
+    const next = () => {
+      if (socket.destroyed || at >= answer.length) return;
+      const piece = 1 + Math.floor(Math.random() * 300 * KiB);
+      socket.write(answer.subarray(at, at + piece));
+      at += piece;
+      setImmediate(next);
+    };
+    next();
+  });
+  /** Keeps each chunk as given and reads it only when its write completes, as a socket would; `leaves` after its first write. */
+  const lateReader = (delay: number, leaves: boolean) => {
+    const got: Buffer[] = [];
+    const dest = new Writable({
+      highWaterMark: 64 * KiB,
+      write(chunk: Buffer, _enc, done) {
+        setTimeout(() => {
+          got.push(Buffer.from(chunk));
+          done();
+          if (leaves) dest.destroy();
+        }, delay);
+      },
+    });
+    return { dest, bytes: () => Buffer.concat(got) };
+  };
+  try {
+    for (let round = 0; round < 6; round++) {
+      await Promise.all(
+        Array.from({ length: 18 }, async (_, i) => {
+          const which = (i + round) % objects.length;
+          const object = objects[which]!;
+          const leaves = i % 7 === 6 && object.length > 100 * KiB;
+          const reader = lateReader([0, 5, 40][i % 3]!, leaves);
+          const outcome = await server.reads.writeTo(`o${which}`, undefined, object.length, undefined, reader.dest);
+          expect(outcome).toEqual({ sent: true });
+          if (leaves) return;
+          await new Promise((resolve) => reader.dest.end(resolve));
+          expect(reader.bytes().equals(object)).toBe(true);
+        }),
+      );
+    }
+    expect(server.reads.counts.declined).toBe(0);
+  } finally {
+    await server.close();
+  }
+});
+
 test('a client that goes away stops the read: it settles, and the connection to the store is closed', async () => {
   let storeSide: net.Socket | undefined;
   const server = await scriptedServer(({ socket }) => {

@@ -4,13 +4,16 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { S3Config } from '../../config';
 import type { ByteRange } from '../content.store';
-import { parseResponseHead, Slabs, SocketPool, type PooledSocket } from './s3.sockets';
+import { HeadReader, Slabs, SocketPool, type PooledSocket } from './s3.sockets';
 
 /** A status line and headers longer than this are not an object store's answer to a GET. */
 const MAX_HEAD_BYTES = 64 * 1024;
 /** The bytes copied out of the shared receive buffer are carved from slabs of this size; this many are kept for reuse. */
 const SLAB_BYTES = 4 * 1024 * 1024;
 const SPARE_SLABS = 8;
+/** A body's reads land in a lane of at most this much; a lane with less room than the minimum is replaced. */
+const LANE_BYTES = 512 * 1024;
+const MIN_LANE_READ = 64 * 1024;
 /** A started read neither written nor cancelled within this long closes its connection. */
 const START_TTL_MS = 10_000;
 /** A read that receives nothing for this long fails. */
@@ -18,8 +21,6 @@ const READ_TIMEOUT_MS = 30_000;
 /** How long a signed request head is reused, and for how many objects at most. */
 const SIGNATURE_REUSE_MS = 60_000;
 const SIGNATURES_KEPT = 1024;
-/** The blank line that ends a response's head. */
-const HEAD_END = '\r\n\r\n';
 /** SHA-256 of the empty body of a GET, as SigV4 signs it. */
 const EMPTY_BODY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
@@ -67,10 +68,10 @@ interface Sending {
 
 /**
  * GETs of objects written straight into a response over plain HTTP, for an endpoint on `http:` (an
- * object store on the same network). The connection reads into one reused buffer and each read's
- * bytes are copied once into a slab, where Node's HTTP client would allocate a buffer per 64 KiB
- * read; the copy is what lets a download through the gateway keep pace with reading the bucket
- * directly (docs/BENCHMARKS.md, "Content on S3").
+ * object store on the same network). Once an answer's head is read, its body is read into lanes of
+ * reused slabs and written to the client from there, where Node's HTTP client would allocate a
+ * buffer per 64 KiB read: what lets a download through the gateway keep pace with reading the
+ * bucket directly (docs/BENCHMARKS.md, "Content on S3").
  *
  * Only the answer this path expects is streamed: the status asked for, a Content-Length of the size
  * asked for, no transfer coding. Anything else (a precondition failure, a missing object, a slow
@@ -211,7 +212,7 @@ export class S3SocketReads {
       return Promise.resolve(conn.reused ? 'stale' : { sent: false, reason: 'the connection closed before an answer' });
     }
     return new Promise((resolve, reject) => {
-      let head = '';
+      const heads = new HeadReader(MAX_HEAD_BYTES);
       let remaining = -1;
       let keep = false;
       let received = false;
@@ -220,6 +221,9 @@ export class S3SocketReads {
       const settle = (outcome: Exchange | 'stale' | Error, reuse = false) => {
         if (settled) return;
         settled = true;
+        // Kept, the connection reads into the shared buffer again; closed, it reads no more.
+        conn.lane?.release();
+        conn.lane = undefined;
         dest.off('close', destClosed);
         dest.off('drain', drained);
         socket.setTimeout(0);
@@ -239,7 +243,8 @@ export class S3SocketReads {
         const take = Math.min(n, remaining);
         remaining -= take;
         written = true;
-        const { chunk, written: done } = this.slabs.copy(buf, from, take);
+        const lane = conn.lane;
+        const { chunk, written: done } = lane && buf === lane.space ? lane.take(from, take) : this.slabs.copy(buf, from, take);
         if (!dest.write(chunk, done) && remaining > 0) {
           socket.setTimeout(0);
           socket.pause();
@@ -248,32 +253,37 @@ export class S3SocketReads {
         // Bytes past the announced length: the answer is complete, the connection is not reused.
         if (remaining === 0) settle({ sent: true }, keep && take === n);
       };
+      // After each read: the next lands past it, and while body bytes remain, in a lane with room.
+      const steer = (n: number, buf: Buffer) => {
+        const lane = conn.lane;
+        if (lane && buf === lane.space) lane.advance(n);
+        if (settled || remaining <= 0) return;
+        if (!conn.lane || conn.lane.space.length < MIN_LANE_READ) {
+          conn.lane?.release();
+          conn.lane = this.slabs.lane(Math.min(remaining, LANE_BYTES));
+        }
+      };
+      const read = (n: number, buf: Buffer) => {
+        if (settled) return;
+        received = true;
+        if (remaining >= 0) return body(buf, 0, n);
+        const got = heads.feed(buf, n);
+        if (got === 'more') return;
+        if (got === 'too long') return settle({ sent: false, reason: `an answer head over ${MAX_HEAD_BYTES / 1024} KiB` });
+        const { head, bodyAt } = got;
+        const length = Number(head?.headers.get('content-length') ?? NaN);
+        if (!head || head.status !== expected.status || length !== expected.length || head.headers.has('transfer-encoding')) {
+          return settle({ sent: false, reason: `answered ${head?.status ?? 'unreadably'}` });
+        }
+        remaining = length;
+        keep = head.headers.get('connection')?.toLowerCase() !== 'close';
+        if (remaining === 0) return settle({ sent: true }, keep && bodyAt === n);
+        if (bodyAt < n) body(buf, bodyAt, n - bodyAt);
+      };
       conn.sink = {
         data: (n, buf) => {
-          if (settled) return;
-          received = true;
-          if (remaining >= 0) return body(buf, 0, n);
-          // Only the head becomes text: the first read usually carries it whole and much of the body
-          // after it, which is found in the bytes rather than converted with them.
-          const prev = head.length;
-          const scan = Math.min(n, MAX_HEAD_BYTES + HEAD_END.length - prev);
-          const at = prev === 0 ? buf.subarray(0, scan).indexOf(HEAD_END) : -1;
-          head += buf.toString('latin1', 0, at >= 0 ? at + HEAD_END.length : scan);
-          const end = head.indexOf(HEAD_END);
-          if (end < 0) {
-            if (scan < n || head.length > MAX_HEAD_BYTES) settle({ sent: false, reason: 'an answer head over 64 KiB' });
-            return;
-          }
-          const parsed = parseResponseHead(head.slice(0, end));
-          const length = Number(parsed?.headers.get('content-length') ?? NaN);
-          if (!parsed || parsed.status !== expected.status || length !== expected.length || parsed.headers.has('transfer-encoding')) {
-            return settle({ sent: false, reason: `answered ${parsed?.status ?? 'unreadably'}` });
-          }
-          remaining = length;
-          keep = parsed.headers.get('connection')?.toLowerCase() !== 'close';
-          const after = end + HEAD_END.length - prev;
-          if (remaining === 0) return settle({ sent: true }, keep && after === n);
-          if (after < n) body(buf, after, n - after);
+          read(n, buf);
+          steer(n, buf);
         },
         closed: (err) => {
           if (settled) return;

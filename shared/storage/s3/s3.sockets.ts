@@ -17,12 +17,18 @@ export interface ReadSink {
 }
 
 /**
- * A keep-alive connection whose reads land in one buffer shared by every connection of the pool:
+ * A keep-alive connection whose reads land in reused memory (its lane, or the pool's shared buffer):
  * reading a socket into a fresh 64 KiB buffer each time, as Node's HTTP clients do, costs more CPU
- * per byte than copying the bytes once out of a reused one (docs/BENCHMARKS.md, "Content on S3").
+ * per byte (docs/BENCHMARKS.md, "Content on S3").
  */
 export class PooledSocket {
   sink: ReadSink | undefined;
+  /**
+   * Where the connection's next read lands when set, instead of the shared buffer: a region of a
+   * slab that a body streams into and is written out from without a copy. Only the request running
+   * on the connection sets it, and clears it before the connection is kept or closed.
+   */
+  lane: Lane | undefined;
   /** Whether a request already ran on it: a failure before any answer may be the server closing it meanwhile. */
   reused = false;
 
@@ -30,9 +36,9 @@ export class PooledSocket {
 }
 
 /**
- * Plain-TCP connections to one endpoint, kept alive between requests. JavaScript runs one read
- * callback at a time and each sink copies what it keeps before returning, so one receive buffer
- * serves every connection.
+ * Plain-TCP connections to one endpoint, kept alive between requests. A connection reads into its
+ * lane while it has one (a body streaming), else into one receive buffer shared by every connection:
+ * JavaScript runs one read callback at a time and each sink copies what it keeps before returning.
  */
 export class SocketPool {
   private readonly idle: PooledSocket[] = [];
@@ -91,7 +97,8 @@ export class SocketPool {
         port: this.port,
         noDelay: true,
         onread: {
-          buffer: this.receive,
+          // Asked again after every read, for the buffer the next one lands in.
+          buffer: () => conn?.lane?.space ?? this.receive,
           callback: (n: number, buf: Uint8Array) => {
             conn?.sink?.data(n, buf as Buffer);
             // Not false: pausing is the sink's to decide, with socket.pause().
@@ -139,6 +146,34 @@ export function parseResponseHead(text: string): ResponseHead | undefined {
   return { status: Number(status[1]), headers };
 }
 
+/** The blank line that ends a response's head. */
+const HEAD_END = '\r\n\r\n';
+
+/**
+ * The head of an HTTP/1.1 response, gathered over as many reads as it takes. Only the head's bytes
+ * become text: the first read usually carries it whole and much of the body after it, which is found
+ * in the bytes rather than converted with them.
+ */
+export class HeadReader {
+  private text = '';
+
+  constructor(private readonly maxBytes: number) {}
+
+  /**
+   * The next `n` bytes of the answer, at the start of `buf`: the head (undefined when unreadable) and
+   * the offset in `buf` where the body starts once the blank line arrived; 'more' until then.
+   */
+  feed(buf: Buffer, n: number): { head: ResponseHead | undefined; bodyAt: number } | 'more' | 'too long' {
+    const prev = this.text.length;
+    const scan = Math.min(n, this.maxBytes + HEAD_END.length - prev);
+    const at = prev === 0 ? buf.subarray(0, scan).indexOf(HEAD_END) : -1;
+    this.text += buf.toString('latin1', 0, at >= 0 ? at + HEAD_END.length : scan);
+    const end = this.text.indexOf(HEAD_END);
+    if (end < 0) return scan < n || this.text.length > this.maxBytes ? 'too long' : 'more';
+    return { head: parseResponseHead(this.text.slice(0, end)), bodyAt: end + HEAD_END.length - prev };
+  }
+}
+
 interface Slab {
   readonly buf: Buffer;
   used: number;
@@ -170,24 +205,32 @@ export class Slabs {
    * the write of that chunk completed. Never calling it is safe: the slab is then left to the GC.
    */
   copy(buf: Buffer, from: number, n: number): { chunk: Buffer; written: () => void } {
+    const slab = this.room(n);
+    const chunk = slab.buf.subarray(slab.used, slab.used + n);
+    buf.copy(chunk, 0, from, from + n);
+    slab.used += n;
+    return { chunk, written: hold(slab, (s) => this.recycle(s)) };
+  }
+
+  /** The current slab if `n` more bytes fit in it, else a fresh one (the full one retires). */
+  private room(n: number): Slab {
     if (n > this.slabBytes - this.current.used) {
       this.current.retired = true;
       this.recycle(this.current);
       this.current = this.next();
     }
-    const slab = this.current;
-    const chunk = slab.buf.subarray(slab.used, slab.used + n);
-    buf.copy(chunk, 0, from, from + n);
-    slab.used += n;
-    slab.pending++;
-    let called = false;
-    const written = () => {
-      if (called) return;
-      called = true;
-      slab.pending--;
-      this.recycle(slab);
-    };
-    return { chunk, written };
+    return this.current;
+  }
+
+  /**
+   * A region of up to `bytes` reserved for one connection's reads (see Lane). The slab is not reused
+   * before the lane is released and every write of its chunks completed.
+   */
+  lane(bytes: number): Lane {
+    const slab = this.room(Math.min(bytes, this.slabBytes));
+    const space = slab.buf.subarray(slab.used, slab.used + Math.min(bytes, this.slabBytes));
+    slab.used += space.length;
+    return new Lane(slab, space, (s) => this.recycle(s));
   }
 
   private recycle(slab: Slab): void {
@@ -196,5 +239,49 @@ export class Slabs {
 
   private next(): Slab {
     return { buf: this.spare.pop() ?? Buffer.allocUnsafe(this.slabBytes), used: 0, pending: 0, retired: false };
+  }
+}
+
+/** Counts one more pending use of `slab`; the returned function ends it, once however often it is called. */
+function hold(slab: Slab, recycle: (slab: Slab) => void): () => void {
+  slab.pending++;
+  let called = false;
+  return () => {
+    if (called) return;
+    called = true;
+    slab.pending--;
+    recycle(slab);
+  };
+}
+
+/**
+ * A connection's reads landing in a slab: the bytes of a body are sent to the client from where they
+ * were read, so only the bytes before the lane existed (those that came with the answer's head) are
+ * copied. `space` is where the next read lands and moves past each read; the lane holds its slab
+ * until `release`, and each chunk taken until its write completed.
+ */
+export class Lane {
+  private readonly reserved: () => void;
+
+  constructor(
+    private readonly slab: Slab,
+    public space: Buffer,
+    private readonly recycle: (slab: Slab) => void,
+  ) {
+    this.reserved = hold(slab, recycle);
+  }
+
+  /** `n` bytes from `from` of the read that just landed in `space`, and what to call once written. */
+  take(from: number, n: number): { chunk: Buffer; written: () => void } {
+    return { chunk: this.space.subarray(from, from + n), written: hold(this.slab, this.recycle) };
+  }
+
+  /** The read of `n` bytes has been handled: the next one lands after it. */
+  advance(n: number): void {
+    this.space = this.space.subarray(n);
+  }
+
+  release(): void {
+    this.reserved();
   }
 }
