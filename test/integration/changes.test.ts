@@ -227,6 +227,25 @@ describe('the change feed', () => {
   });
 });
 
+/**
+ * A new user's feed request held for 30 s, then a change of that user whose notification is lost:
+ * committed without telling anyone.
+ */
+async function unannouncedWhileHeld(): Promise<{ held: Promise<FeedPage>; id: string }> {
+  const { api, userId } = await newUser();
+  const { cursor } = await feed(api);
+  const held = feed(api, { cursor, wait: 30 });
+  await new Promise((r) => setTimeout(r, 300));
+  const id = newId();
+  await new OwnerTransactions(env.db).run({ userId, deviceId: NO_DEVICE }, (trx, clock) =>
+    new ResourceRepository(trx).insert({
+      id, userId, parentId: null, type: 'folder', name: 'unannounced', sizeBytes: 0, mimeType: null,
+      extension: null, storageKey: null, contentSha256: null, createdAt: new Date(), change: clock.next(),
+    }),
+  );
+  return { held, id };
+}
+
 describe('long poll', () => {
   test('a held request is answered as soon as a change of its user commits', async () => {
     const { api } = await newUser();
@@ -277,18 +296,7 @@ describe('long poll', () => {
   });
 
   test('after the subscription reconnects, held requests read the feed again instead of waiting out their time', async () => {
-    const { api, userId } = await newUser();
-    const { cursor } = await feed(api);
-    const held = feed(api, { cursor, wait: 30 });
-    await new Promise((r) => setTimeout(r, 300));
-    // A change whose notification is lost: committed without telling anyone.
-    const id = newId();
-    await new OwnerTransactions(env.db).run({ userId, deviceId: NO_DEVICE }, (trx, clock) =>
-      new ResourceRepository(trx).insert({
-        id, userId, parentId: null, type: 'folder', name: 'unannounced', sizeBytes: 0, mimeType: null,
-        extension: null, storageKey: null, contentSha256: null, createdAt: new Date(), change: clock.next(),
-      }),
-    );
+    const { held, id } = await unannouncedWhileHeld();
     const started = Date.now();
     const redis = new IORedis('redis://127.0.0.1:6379');
     try {
@@ -307,17 +315,7 @@ describe('long poll', () => {
   });
 
   test('a change whose notification is lost, with the subscription intact, answers a held request by the next recheck', async () => {
-    const { api, userId } = await newUser();
-    const { cursor } = await feed(api);
-    const held = feed(api, { cursor, wait: 30 });
-    await new Promise((r) => setTimeout(r, 300));
-    const id = newId();
-    await new OwnerTransactions(env.db).run({ userId, deviceId: NO_DEVICE }, (trx, clock) =>
-      new ResourceRepository(trx).insert({
-        id, userId, parentId: null, type: 'folder', name: 'unannounced', sizeBytes: 0, mimeType: null,
-        extension: null, storageKey: null, contentSha256: null, createdAt: new Date(), change: clock.next(),
-      }),
-    );
+    const { held, id } = await unannouncedWhileHeld();
     const started = Date.now();
 
     const page = await held;
