@@ -236,6 +236,11 @@ async function unannouncedWhileHeld(): Promise<{ held: Promise<FeedPage>; id: st
   const { cursor } = await feed(api);
   const held = feed(api, { cursor, wait: 30 });
   await new Promise((r) => setTimeout(r, 300));
+  return { held, id: await commitUnannounced(userId) };
+}
+
+/** A change of `userId` committed without telling anyone; resolves with the new resource's id. */
+async function commitUnannounced(userId: string): Promise<string> {
   const id = newId();
   await new OwnerTransactions(env.db).run({ userId, deviceId: NO_DEVICE }, (trx, clock) =>
     new ResourceRepository(trx).insert({
@@ -243,7 +248,20 @@ async function unannouncedWhileHeld(): Promise<{ held: Promise<FeedPage>; id: st
       extension: null, storageKey: null, contentSha256: null, createdAt: new Date(), change: clock.next(),
     }),
   );
-  return { held, id };
+  return id;
+}
+
+/** Closes the gateway's change-feed subscription from Redis's side; the gateway reconnects. */
+async function killSubscription(): Promise<void> {
+  const redis = new IORedis('redis://127.0.0.1:6379');
+  try {
+    const clients = (await redis.client('LIST')) as string;
+    const mine = clients.split('\n').filter((line) => line.includes(` name=${env.name}-change-feed `));
+    expect(mine).toHaveLength(1);
+    await redis.client('KILL', 'ID', /\bid=(\d+)/.exec(mine[0]!)![1]!);
+  } finally {
+    redis.disconnect();
+  }
 }
 
 describe('long poll', () => {
@@ -298,20 +316,29 @@ describe('long poll', () => {
   test('after the subscription reconnects, held requests read the feed again instead of waiting out their time', async () => {
     const { held, id } = await unannouncedWhileHeld();
     const started = Date.now();
-    const redis = new IORedis('redis://127.0.0.1:6379');
-    try {
-      const clients = (await redis.client('LIST')) as string;
-      const mine = clients.split('\n').filter((line) => line.includes(` name=${env.name}-change-feed `));
-      expect(mine).toHaveLength(1);
-      await redis.client('KILL', 'ID', /\bid=(\d+)/.exec(mine[0]!)![1]!);
-    } finally {
-      redis.disconnect();
-    }
+    await killSubscription();
 
     const page = await held;
 
     expect(page.items.map((i) => i.id)).toEqual([id]);
     expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  test('a request woken with nothing to read is held again, and a change whose notification is lost then still answers it', async () => {
+    const { api, userId } = await newUser();
+    const { cursor } = await feed(api);
+    const held = feed(api, { cursor, wait: 30 });
+    await new Promise((r) => setTimeout(r, 300));
+    // The reconnect wakes every held request; this one finds nothing and waits again.
+    await killSubscription();
+    await new Promise((r) => setTimeout(r, 1000));
+    const id = await commitUnannounced(userId);
+    const started = Date.now();
+
+    const page = await held;
+
+    expect(page.items.map((i) => i.id)).toEqual([id]);
+    expect(Date.now() - started).toBeLessThan(FEED_RECHECK_MS + 3000);
   });
 
   test('a change whose notification is lost, with the subscription intact, answers a held request by the next recheck', async () => {

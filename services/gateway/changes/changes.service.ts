@@ -35,37 +35,29 @@ export class ChangesService {
   async feed(req: FeedRequest): Promise<FeedPage> {
     const start = req.cursor === undefined ? await this.startOf(req.userId) : this.cursors.decode(req.userId, req.cursor);
     const deadline = Date.now() + req.waitMs;
-    let held: HeldRequest | undefined;
+    let held = req.waitMs > 0 ? this.hold(req, deadline) : undefined;
     try {
-      if (req.waitMs > 0) held = await this.hold(req, deadline);
-      for (;;) {
-        const page = await this.read(req, start);
-        if (page.items.length > 0 || !held) return page;
+      for (let woken = false; ; woken = true) {
+        // Woken, the page most likely has items: it is read alone, and read again with the position
+        // only when it has none.
+        let page = held && !woken ? await this.readWatched(req, start, held) : await this.read(req, start);
+        if (!held) return page;
+        if (page.items.length === 0 && woken) page = await this.readWatched(req, start, held);
+        if (page.items.length > 0) return page;
         const outcome = await held.settled;
         if (outcome === 'closing' || req.signal.aborted) return page;
         // A timeout reads once more: a lost notification delays an answer, it never hides a change.
         if (outcome === 'timeout' || Date.now() >= deadline) return this.read(req, start);
-        held = await this.hold(req, deadline);
+        held = this.hold(req, deadline);
       }
     } finally {
       held?.release();
     }
   }
 
-  /**
-   * Registers the wait, then reads the owner's position, then (the caller) the feed: a change that
-   * commits after the feed was read either notifies the hold or moves the position past the one
-   * read here, which the hub's recheck sees.
-   */
-  private async hold(req: FeedRequest, deadline: number): Promise<HeldRequest> {
+  private hold(req: FeedRequest, deadline: number): HeldRequest {
     const held = this.hub.hold(req.userId, Math.max(0, deadline - Date.now()));
     req.signal.addEventListener('abort', () => held.release(), { once: true });
-    try {
-      held.watchFrom(await this.changes.lastSeq(req.userId));
-    } catch (err) {
-      held.release();
-      throw err;
-    }
     return held;
   }
 
@@ -75,7 +67,21 @@ export class ChangesService {
   }
 
   private async read(req: FeedRequest, from: FeedCursor): Promise<FeedPage> {
-    const rows = await this.changes.changesAfter(req.userId, from.position, from.hideDeletedUpTo, req.limit + 1);
+    return this.pageOf(req, from, await this.changes.changesAfter(req.userId, from.position, from.hideDeletedUpTo, req.limit + 1));
+  }
+
+  /**
+   * Reads a page for a held request, with the owner's position read just before it: a change that
+   * commits after the page either wakes the hold (registered before) or moves the position past the
+   * one watched, which the hub's recheck sees should its notification be lost.
+   */
+  private async readWatched(req: FeedRequest, from: FeedCursor, held: HeldRequest): Promise<FeedPage> {
+    const { records, lastSeq } = await this.changes.changesAfterWithPosition(req.userId, from.position, from.hideDeletedUpTo, req.limit + 1);
+    held.watchFrom(lastSeq);
+    return this.pageOf(req, from, records);
+  }
+
+  private pageOf(req: FeedRequest, from: FeedCursor, rows: ResourceRecord[]): FeedPage {
     const items = rows.slice(0, req.limit);
     const last = items[items.length - 1];
     const next: FeedCursor = last ? { ...from, position: { seq: last.changeSeq, id: last.id } } : from;

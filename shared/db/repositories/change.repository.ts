@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { statementOf } from '../statement.batch';
 import { COLUMNS, toRecord, type ResourceRecord, type ResourceRow } from './resource.record';
 
 /** A place in one owner's change feed: after the change at `seq`, resource `id`. */
@@ -35,7 +36,31 @@ export class ChangeRepository {
    * are left out: a client starting from scratch has nothing to delete.
    */
   async changesAfter(userId: string, after: FeedPosition, hideDeletedUpTo: number, limit: number): Promise<ResourceRecord[]> {
-    const rows = await this.db('resources')
+    const rows = await this.feedQuery(userId, after, hideDeletedUpTo, limit);
+    return (rows as ResourceRow[]).map(toRecord);
+  }
+
+  /**
+   * changesAfter, and the owner's last position read just before it, in one round trip: whatever
+   * commits after the page was read takes a position past `lastSeq`.
+   */
+  async changesAfterWithPosition(
+    userId: string,
+    after: FeedPosition,
+    hideDeletedUpTo: number,
+    limit: number,
+  ): Promise<{ records: ResourceRecord[]; lastSeq: number }> {
+    const position = statementOf(this.db('users').where({ id: userId }).select('change_seq'));
+    const page = statementOf(this.feedQuery(userId, after, hideDeletedUpTo, limit));
+    // Two statements of one query run in order, each on its own snapshot (READ COMMITTED).
+    const [[owner, rows]] = (await this.db.raw(`${position.sql};\n${page.sql}`, [...position.bindings, ...page.bindings])) as [
+      [{ change_seq: string | number }[], ResourceRow[]],
+    ];
+    return { records: rows.map(toRecord), lastSeq: Number(owner[0]?.change_seq ?? 0) };
+  }
+
+  private feedQuery(userId: string, after: FeedPosition, hideDeletedUpTo: number, limit: number) {
+    return this.db('resources')
       .where({ user_id: userId })
       .andWhere((q) => q.where('change_seq', '>', after.seq).orWhere((same) => same.where('change_seq', after.seq).andWhere('id', '>', after.id)))
       .andWhere((q) => q.whereNull('deleted_at').orWhere('change_seq', '>', hideDeletedUpTo))
@@ -45,6 +70,5 @@ export class ChangeRepository {
       ])
       .limit(limit)
       .select(COLUMNS);
-    return (rows as ResourceRow[]).map(toRecord);
   }
 }
