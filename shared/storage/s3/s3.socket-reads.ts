@@ -8,7 +8,7 @@ import { HeadReader, Slabs, SocketPool, type PooledSocket } from './s3.sockets';
 
 /** A status line and headers longer than this are not an object store's answer to a GET. */
 const MAX_HEAD_BYTES = 64 * 1024;
-/** The bytes copied out of the shared receive buffer are carved from slabs of this size; this many are kept for reuse. */
+/** Lanes, and the bytes copied out of the shared receive buffer, are carved from slabs of this size; this many are kept for reuse. */
 const SLAB_BYTES = 4 * 1024 * 1024;
 const SPARE_SLABS = 8;
 /** A body's reads land in a lane of at most this much; a lane with less room than the minimum is replaced. */
