@@ -4,6 +4,7 @@ import { newId } from '../../shared/ids';
 import { createLogger } from '../../shared/logger';
 import { RedisLocker, type RedisLockerOptions } from '../../services/gateway/uploads/redis.locker';
 import { deleteQueueKeys } from '../support/harness';
+import { RedisServer } from '../support/redis.server';
 
 const prefix = `fs_test_${randomBytes(5).toString('hex')}`;
 const lockers: RedisLocker[] = [];
@@ -82,4 +83,22 @@ test('releasing a lock that lapsed and was taken by another holder leaves the ne
   await stale.unlock().catch(() => undefined);
   await expect(c.newLock(id).lock(signal(), () => undefined)).rejects.toBe(ERRORS.ERR_LOCK_TIMEOUT);
   await fresh.unlock();
+});
+
+test('while Redis is away a lock is refused with 503 and Retry-After, and a held lock is let go without an error', async () => {
+  const redis = await RedisServer.start();
+  const locker = new RedisLocker({ redis: redis.url, prefix, acquireTimeoutMs: 1000 }, createLogger('gateway', 'silent'));
+  try {
+    await locker.ready();
+    const held = locker.newLock(newId());
+    await held.lock(signal(), () => undefined);
+
+    await redis.kill();
+
+    await expect(locker.newLock(newId()).lock(signal(), () => undefined)).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE', status: 503, retryAfter: 2 });
+    await expect(held.unlock()).resolves.toBeUndefined();
+  } finally {
+    await locker.close();
+    await redis.stop();
+  }
 });

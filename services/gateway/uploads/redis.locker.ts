@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ERRORS, type Lock, type Locker, type RequestRelease } from '@tus/server';
+import { unavailable } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logger';
 import { closeRedis, connectRedis, type RedisConnection, type RedisTarget } from '../../../shared/redis/redis.connection';
 
@@ -66,9 +67,13 @@ export class RedisLocker implements Locker {
     await Promise.all([this.subscribed, connected]);
   }
 
-  /** @internal */
+  /** @internal Throws SERVICE_UNAVAILABLE while Redis does not answer: the client retries the request. */
   async tryAcquire(id: string, token: string): Promise<boolean> {
-    return (await this.redis.set(this.keyPrefix + id, token, 'PX', this.ttlMs, 'NX')) === 'OK';
+    try {
+      return (await this.redis.set(this.keyPrefix + id, token, 'PX', this.ttlMs, 'NX')) === 'OK';
+    } catch {
+      throw unavailable('uploads cannot be locked right now', 2);
+    }
   }
 
   /** @internal */
@@ -149,6 +154,7 @@ class RedisLock implements Lock {
   async unlock(): Promise<void> {
     clearInterval(this.renewal);
     if (this.release) this.locker.untrack(this.id, this.release);
-    await this.locker.release(this.id, this.token);
+    // The request's work is done: a lock Redis could not release lapses after its TTL instead.
+    await this.locker.release(this.id, this.token).catch((err: unknown) => this.locker.warn('could not release an upload lock', this.id, err));
   }
 }

@@ -139,7 +139,10 @@ export function buildTusServer({ store, locker, uploads, maxUploadBytes, logger 
     onResponseError: (req, res, err) => {
       if (!isAppError(err) && 'status_code' in err && typeof err.status_code === 'number') return undefined;
       const appError = toAppError(err);
-      if (appError.code === 'INTERNAL' || appError.code === 'SERVICE_UNAVAILABLE') {
+      // As errors.middleware.ts: a 503 the service chose (Redis away) is a warning, anything else unplanned an error.
+      if (isAppError(err) && err.code === 'SERVICE_UNAVAILABLE') {
+        logger.warn({ code: err.code, reason: err.message, method: req.method, url: req.url }, 'upload request shed');
+      } else if (appError.code === 'INTERNAL' || appError.code === 'SERVICE_UNAVAILABLE') {
         logger.error({ err, method: req.method, url: req.url }, 'upload request failed');
       }
       if (appError.retryAfter !== undefined) res.setHeader('Retry-After', String(appError.retryAfter));
