@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { ContentNotFoundError } from '../../shared/storage/content.store';
@@ -54,7 +56,7 @@ test('content is written into the destination whole and by range, read after rea
   await (await store.open(empty)).writeTo!(nothing.dest);
   expect(nothing.bytes().length).toBe(0);
   // Every read went over the socket: RGW accepted the signatures and answered as asked.
-  expect(store.socketReads!.counts).toEqual({ streamed: 11, declined: 0 });
+  expect(store.socketReads!.counts).toEqual({ streamed: 11, declined: 0, relayed: 0 });
 });
 
 test('a handle reads only the object it was opened on: replaced under its key, the read fails as not found and sends nothing', async () => {
@@ -76,4 +78,31 @@ test('a removed object fails as not found', async () => {
   const handle = await store.open(key);
   await store.remove(key);
   await expect(handle.writeTo!(collector().dest)).rejects.toBeInstanceOf(ContentNotFoundError);
+});
+
+test('into an HTTP response, a large body goes from RGW\'s socket to the client\'s in the kernel, whole and by range', async () => {
+  const body = randomBytes(6 * 1024 * 1024 + 11);
+  const key = 'dev1/gh/relayed';
+  await put(key, body);
+  const handle = await store.open(key);
+  const server = http.createServer(async (req, res) => {
+    const range = req.headers['x-range'] ? { start: 1000, end: 1000 + 2 * 1024 * 1024 } : undefined;
+    res.setHeader('Content-Length', range ? range.end - range.start + 1 : body.length);
+    await handle.writeTo!(res, range);
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  try {
+    const relayed = store.socketReads!.counts.relayed;
+    const whole = Buffer.from(await (await fetch(url)).arrayBuffer());
+    expect(whole.equals(body)).toBe(true);
+    const part = Buffer.from(await (await fetch(url, { headers: { 'x-range': 'yes' } })).arrayBuffer());
+    expect(part.equals(body.subarray(1000, 1000 + 2 * 1024 * 1024 + 1))).toBe(true);
+    // Linux only: elsewhere the addon is not built and the body is copied.
+    expect(store.socketReads!.counts.relayed - relayed).toBe(process.platform === 'linux' ? 2 : 0);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
 });

@@ -1,9 +1,9 @@
-import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { SignatureV4 } from '@smithy/signature-v4';
 import type { S3Config } from '../../config';
 import type { ByteRange } from '../content.store';
+import { GetSigner } from './s3.get-signer';
+import { SocketSplice, type Relay } from './s3.socket-splice';
 import { HeadReader, Slabs, SocketPool, type PooledSocket } from './s3.sockets';
 
 /** A status line and headers longer than this are not an object store's answer to a GET. */
@@ -16,37 +16,8 @@ const LANE_BYTES = 512 * 1024;
 const MIN_LANE_READ = 64 * 1024;
 /** A started read neither written nor cancelled within this long closes its connection. */
 const START_TTL_MS = 10_000;
-/** A read that receives nothing for this long fails. */
+/** A read that receives nothing for this long fails (unless the caller sets another limit). */
 const READ_TIMEOUT_MS = 30_000;
-/** How long a signed request head is reused, and for how many objects at most. */
-const SIGNATURE_REUSE_MS = 60_000;
-const SIGNATURES_KEPT = 1024;
-/** SHA-256 of the empty body of a GET, as SigV4 signs it. */
-const EMPTY_BODY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
-
-const toBytes = (data: string | ArrayBuffer | ArrayBufferView): string | Uint8Array =>
-  typeof data === 'string' ? data : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(data);
-
-/** Node's hashes in the shape the SigV4 signer takes. */
-class NodeSha256 {
-  private readonly hash: Hash | Hmac;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', toBytes(secret));
-  }
-  update(data: string | ArrayBuffer | ArrayBufferView): void {
-    this.hash.update(toBytes(data));
-  }
-  async digest(): Promise<Uint8Array> {
-    return this.hash.digest();
-  }
-}
-
-/** S3's encoding of a key in a path: each segment as RFC 3986 unreserved characters or escapes. */
-const encodeKey = (key: string) =>
-  key
-    .split('/')
-    .map((s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`))
-    .join('/');
 
 /** The outcome of one GET on a connection: the bytes went to `dest`, or the answer was not one to stream. */
 export type Exchange = { sent: true } | { sent: false; reason: string };
@@ -80,31 +51,29 @@ interface Sending {
  */
 export class S3SocketReads {
   private readonly pool: SocketPool;
-  private readonly signer: SignatureV4;
-  private readonly endpoint: URL;
+  private readonly signer: GetSigner;
   private readonly slabs = new Slabs(SLAB_BYTES, SPARE_SLABS);
-  /** Signed request heads by object key, oldest first. */
-  private readonly signatures = new Map<string, { text: string; at: number }>();
-  /** Reads streamed over the socket, and reads declined to the SDK, since the start. */
-  readonly counts = { streamed: 0, declined: 0 };
+  private readonly splice = new SocketSplice();
+  /** Reads streamed over the socket, reads declined to the SDK, and streamed reads whose body was relayed in the kernel. */
+  readonly counts = { streamed: 0, declined: 0, relayed: 0 };
 
   /** A reader for the store's endpoint, or undefined when it is not plain HTTP (AWS itself, TLS). */
-  static for(client: S3Client, config: S3Config): S3SocketReads | undefined {
+  static for(client: S3Client, config: S3Config, readTimeoutMs = READ_TIMEOUT_MS): S3SocketReads | undefined {
     if (!config.endpoint) return undefined;
     const endpoint = new URL(config.endpoint);
     if (endpoint.protocol !== 'http:' || endpoint.search) return undefined;
-    return new S3SocketReads(client, config, endpoint);
+    return new S3SocketReads(client, config, endpoint, readTimeoutMs);
   }
 
   private constructor(
     client: S3Client,
-    private readonly config: S3Config,
+    config: S3Config,
     endpoint: URL,
+    /** How long a read may receive nothing before it fails. */
+    private readonly readTimeoutMs: number,
   ) {
-    this.endpoint = endpoint;
     this.pool = new SocketPool(endpoint.hostname.replace(/^\[|\]$/g, ''), Number(endpoint.port || 80));
-    // The client's own credential provider: the static pair or the SDK's default chain, refreshed as it expires.
-    this.signer = new SignatureV4({ service: 's3', region: config.region, credentials: client.config.credentials, sha256: NodeSha256, uriEscapePath: false, applyChecksum: false });
+    this.signer = new GetSigner(client, config, endpoint);
   }
 
   /**
@@ -165,33 +134,13 @@ export class S3SocketReads {
   }
 
   private async signedRequest(objectKey: string, etag: string | undefined, range: ByteRange | undefined): Promise<string> {
-    let text = await this.signedHead(objectKey);
+    let text = await this.signer.head(objectKey);
     // Neither is signed: SigV4 covers the headers a request names, and these change from read to read.
     if (etag !== undefined) text += `if-match: ${etag}\r\n`;
     if (range) text += `range: bytes=${range.start}-${range.end}\r\n`;
     return `${text}\r\n`;
   }
 
-  /**
-   * The request line and signed headers of a GET of `objectKey`. A signature is reused for a minute
-   * (S3 accepts a request dated up to 15 minutes from its clock), so repeated reads of one object, a
-   * player seeking through a video, sign once rather than on every read.
-   */
-  private async signedHead(objectKey: string): Promise<string> {
-    const kept = this.signatures.get(objectKey);
-    const now = Date.now();
-    if (kept && now - kept.at < SIGNATURE_REUSE_MS) return kept.text;
-    const base = this.endpoint.pathname.replace(/\/$/, '');
-    const path = this.config.forcePathStyle ? `${base}/${this.config.bucket}/${encodeKey(objectKey)}` : `${base}/${encodeKey(objectKey)}`;
-    const host = this.config.forcePathStyle ? this.endpoint.host : `${this.config.bucket}.${this.endpoint.host}`;
-    const signed = await this.signer.sign({ method: 'GET', protocol: 'http:', hostname: host, path, query: {}, headers: { host, 'x-amz-content-sha256': EMPTY_BODY_SHA256 } });
-    let text = `GET ${path} HTTP/1.1\r\n`;
-    for (const [name, value] of Object.entries(signed.headers)) text += `${name}: ${value}\r\n`;
-    this.signatures.delete(objectKey);
-    this.signatures.set(objectKey, { text, at: now });
-    if (this.signatures.size > SIGNATURES_KEPT) this.signatures.delete(this.signatures.keys().next().value!);
-    return text;
-  }
 
   /** Sends `request` on a connection whose answer is left unread until `receive`. */
   private async send(request: string, fresh: boolean): Promise<Sending> {
@@ -218,6 +167,7 @@ export class S3SocketReads {
       let received = false;
       let written = false;
       let settled = false;
+      let relay: Relay | undefined;
       const settle = (outcome: Exchange | 'stale' | Error, reuse = false) => {
         if (settled) return;
         settled = true;
@@ -233,10 +183,13 @@ export class S3SocketReads {
         else resolve(outcome);
       };
       // The client went away: the rest of the object is not read (the connection cannot be kept).
-      const destClosed = () => settle({ sent: true });
+      const destClosed = () => {
+        relay?.cancel();
+        settle({ sent: true });
+      };
       // Waiting on a slow client is not the object store's silence: no read timeout while paused.
       const drained = () => {
-        socket.setTimeout(READ_TIMEOUT_MS);
+        socket.setTimeout(this.readTimeoutMs);
         socket.resume();
       };
       const body = (buf: Buffer, from: number, n: number) => {
@@ -257,7 +210,7 @@ export class S3SocketReads {
       const steer = (n: number, buf: Buffer) => {
         const lane = conn.lane;
         if (lane && buf === lane.space) lane.advance(n);
-        if (settled || remaining <= 0) return;
+        if (settled || remaining <= 0 || relay) return;
         if (!conn.lane || conn.lane.space.length < MIN_LANE_READ) {
           conn.lane?.release();
           conn.lane = this.slabs.lane(Math.min(remaining, LANE_BYTES));
@@ -279,6 +232,27 @@ export class S3SocketReads {
         keep = head.headers.get('connection')?.toLowerCase() !== 'close';
         if (remaining === 0) return settle({ sent: true }, keep && bodyAt === n);
         if (bodyAt < n) body(buf, bodyAt, n - bodyAt);
+        if (remaining > 0) relayRest();
+      };
+      // The rest of a large body goes from socket to socket inside the kernel, where it can.
+      const relayRest = () => {
+        relay = this.splice.relay(socket, dest, remaining, this.readTimeoutMs);
+        if (!relay) return;
+        socket.pause();
+        socket.setTimeout(0);
+        dest.off('drain', drained);
+        relay.done.then(
+          (how) => {
+            relay = undefined;
+            if (settled) return;
+            if (how === 'declined') return drained();
+            remaining = 0;
+            this.counts.relayed++;
+            settle({ sent: true }, keep);
+            socket.resume();
+          },
+          (err: Error) => settle(err),
+        );
       };
       conn.sink = {
         data: (n, buf) => {
@@ -293,7 +267,7 @@ export class S3SocketReads {
       };
       if (dest.destroyed) return settle({ sent: true });
       dest.once('close', destClosed);
-      socket.setTimeout(READ_TIMEOUT_MS);
+      socket.setTimeout(this.readTimeoutMs);
       socket.resume();
     });
   }
