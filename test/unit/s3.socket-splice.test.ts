@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import type net from 'node:net';
+import net from 'node:net';
+import { once } from 'node:events';
 import type { ByteRange } from '../../shared/storage/content.store';
 import type { Exchange } from '../../shared/storage/s3/s3.socket-reads';
 import { SocketSplice } from '../../shared/storage/s3/s3.socket-splice';
@@ -186,5 +187,50 @@ onLinux('a slow client is waited for past the read timeout: every byte arrives, 
     expect(pair.store.reads.counts.relayed).toBe(1);
   } finally {
     await pair.close();
+  }
+});
+
+onLinux('bytes still queued for a slow client go out first, and the relayed body follows them', async () => {
+  const queued = randomBytes(32 * MiB);
+  const relayed = randomBytes(2 * MiB);
+  // The "store": a plain socket whose peer sends the relayed bytes.
+  const source = net.createServer((socket) => socket.end(relayed));
+  await new Promise<void>((resolve) => source.listen(0, '127.0.0.1', resolve));
+  const from = net.connect((source.address() as net.AddressInfo).port, '127.0.0.1');
+  // Paused before it connects: no byte is read into the process, as with the store's connections.
+  from.pause();
+  await once(from, 'connect');
+  const splice = new SocketSplice();
+  let wasQueued = -1;
+  let how = '';
+  const server = http.createServer(async (_req, res) => {
+    res.setHeader('Content-Length', queued.length + relayed.length);
+    res.write(queued);
+    wasQueued = res.writableLength;
+    const relay = splice.relay(from, res, relayed.length, 5000)!;
+    how = await relay.done.catch((err: Error) => err.message);
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const body = await new Promise<Buffer>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: (server.address() as net.AddressInfo).port }, (res) => {
+        const got: Buffer[] = [];
+        // A client that takes nothing for a while: the queued bytes wait in the gateway.
+        res.pause();
+        setTimeout(() => res.resume(), 300);
+        res.on('data', (c: Buffer) => got.push(c));
+        res.on('end', () => resolve(Buffer.concat(got)));
+        res.on('error', reject);
+      });
+    });
+    expect(wasQueued).toBeGreaterThan(0);
+    expect(how).toBe('moved');
+    expect(body.equals(Buffer.concat([queued, relayed]))).toBe(true);
+  } finally {
+    from.destroy();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    await new Promise((resolve) => source.close(resolve));
   }
 });

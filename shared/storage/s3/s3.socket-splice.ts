@@ -81,12 +81,10 @@ export class SocketSplice {
     let handle: object | undefined;
     let stopped = false;
     const done = new Promise<'moved' | 'declined'>((resolve, reject) => {
-      if (!dest.headersSent) dest.flushHeaders();
-      // Once this empty write's callback runs, every byte written before it is in the kernel.
-      to.write(EMPTY, (err) => {
+      const begin = () => {
         const toFd = fdOf(to);
         const fromFd = fdOf(from);
-        if (err || stopped || dest.writableLength > 0 || toFd < 0 || fromFd < 0) return resolve('declined');
+        if (stopped || dest.writableLength > 0 || toFd < 0 || fromFd < 0) return resolve('declined');
         try {
           handle = native.start(fromFd, toFd, length, idleMs, (error, moved, taken) => {
             if (REFUSALS.has(error)) this.refused = true;
@@ -98,7 +96,12 @@ export class SocketSplice {
         } catch {
           resolve('declined');
         }
-      });
+      };
+      if (!dest.headersSent) dest.flushHeaders();
+      // Nothing left to write means every byte written so far is in the kernel (a write the kernel
+      // took whole completes at once); else the callback of an empty write says when it is.
+      if (dest.writableLength === 0) begin();
+      else to.write(EMPTY, (err) => (err ? resolve('declined') : begin()));
     }).finally(() => {
       this.moving--;
     });
