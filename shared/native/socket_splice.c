@@ -26,6 +26,7 @@ typedef struct {
   int64_t length, remaining, moved;
   int idle_ms;
   int error; /* 0, an errno, or -1 for the source ending early */
+  int at_destination; /* the error came from writing to the destination */
   napi_threadsafe_function done;
 } transfer_t;
 
@@ -82,6 +83,7 @@ static void run(transfer_t *t) {
         progress = 1;
       } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
         t->error = errno;
+        t->at_destination = 1;
         return;
       }
     }
@@ -123,19 +125,20 @@ static void *thread_main(void *arg) {
 }
 
 /*
- * On the JS thread: callback(error, moved, taken), where error is 0, an errno, or -1; moved counts
- * the bytes written to the destination, taken those read from the source.
+ * On the JS thread: callback(error, moved, taken, atDestination), where error is 0, an errno, or -1;
+ * moved counts the bytes written to the destination, taken those read from the source.
  */
 static void call_js(napi_env env, napi_value callback, void *context, void *data) {
   (void)context;
   transfer_t *t = data;
   if (env != NULL) {
-    napi_value args[3], global;
+    napi_value args[4], global;
     napi_create_int32(env, t->error, &args[0]);
     napi_create_int64(env, t->moved, &args[1]);
     napi_create_int64(env, t->length - t->remaining, &args[2]);
+    napi_get_boolean(env, t->at_destination, &args[3]);
     napi_get_global(env, &global);
-    napi_call_function(env, global, callback, 3, args, NULL);
+    napi_call_function(env, global, callback, 4, args, NULL);
   }
   discard(t);
 }

@@ -246,6 +246,8 @@ export class S3SocketReads {
             relay = undefined;
             if (settled) return;
             if (how === 'declined') return drained();
+            // As when the response closes first: sent, and the rest of the object left unread.
+            if (how === 'client gone') return settle({ sent: true });
             remaining = 0;
             this.counts.relayed++;
             settle({ sent: true }, keep);

@@ -6,7 +6,7 @@ import { TLSSocket } from 'node:tls';
 
 /** The native half: shared/native/socket_splice.c. */
 interface NativeSplice {
-  start(from: number, to: number, length: number, idleMs: number, done: (error: number, moved: number, taken: number) => void): object;
+  start(from: number, to: number, length: number, idleMs: number, done: (error: number, moved: number, taken: number, atDestination: boolean) => void): object;
   cancel(handle: object): void;
 }
 
@@ -40,11 +40,16 @@ const fdOf = (socket: Socket): number => {
   return typeof fd === 'number' && fd >= 0 ? fd : -1;
 };
 
-/** A body being moved inside the kernel: `done` resolves 'moved' once every byte is in the client's socket. */
+/**
+ * How a relay ended: every byte is in the client's socket; nothing was moved and the caller should
+ * copy the body after all; or the client's connection failed (it went away).
+ */
+export type RelayEnd = 'moved' | 'declined' | 'client gone';
+
+/** A body being moved inside the kernel; `done` rejects when the store's side fails. */
 export interface Relay {
-  /** 'declined' when nothing was moved and the caller should copy the body after all. */
-  done: Promise<'moved' | 'declined'>;
-  /** Stops the transfer (the client went away); `done` then rejects. */
+  done: Promise<RelayEnd>;
+  /** Stops the transfer (the client went away); `done` then rejects with ECANCELED. */
   cancel(): void;
 }
 
@@ -80,17 +85,18 @@ export class SocketSplice {
     this.moving++;
     let handle: object | undefined;
     let stopped = false;
-    const done = new Promise<'moved' | 'declined'>((resolve, reject) => {
+    const done = new Promise<RelayEnd>((resolve, reject) => {
       const begin = () => {
         const toFd = fdOf(to);
         const fromFd = fdOf(from);
         if (stopped || dest.writableLength > 0 || toFd < 0 || fromFd < 0) return resolve('declined');
         try {
-          handle = native.start(fromFd, toFd, length, idleMs, (error, moved, taken) => {
+          handle = native.start(fromFd, toFd, length, idleMs, (error, moved, taken, atDestination) => {
             if (REFUSALS.has(error)) this.refused = true;
             if (error === 0) resolve('moved');
             // Refused before anything was taken from the store's socket: the body can still be copied.
             else if (taken === 0 && REFUSALS.has(error)) resolve('declined');
+            else if (atDestination && !REFUSALS.has(error)) resolve('client gone');
             else reject(new Error(spliceError(error, moved, length)));
           });
         } catch {
