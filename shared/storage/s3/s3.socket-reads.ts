@@ -42,7 +42,8 @@ interface Sending {
  * object store on the same network). Once an answer's head is read, its body is read into lanes of
  * reused slabs and written to the client from there, where Node's HTTP client would allocate a
  * buffer per 64 KiB read: what lets a download through the gateway keep pace with reading the
- * bucket directly (docs/BENCHMARKS.md, "Content on S3").
+ * bucket directly (docs/BENCHMARKS.md, "What limits each figure"). A large body bound for a plain
+ * TCP response skips the process altogether: the kernel relays it (s3.socket-splice.ts).
  *
  * Only the answer this path expects is streamed: the status asked for, a Content-Length of the size
  * asked for, no transfer coding. Anything else (a precondition failure, a missing object, a slow

@@ -55,9 +55,9 @@ export interface Relay {
 
 /**
  * Relays the rest of an object store's answer to the client with splice(2): the bytes go from one
- * socket to the other through a pipe, never into the gateway's memory. On two cores the copies in
- * and out of the process were a third of the gateway's CPU per MiB of a download (docs/BENCHMARKS.md,
- * "Content on S3").
+ * socket to the other through a pipe, never into the gateway's memory: about 40% less of the
+ * gateway's CPU per MiB of a download, which on two cores RGW and the client need (docs/BENCHMARKS.md,
+ * "What limits each figure").
  *
  * Used only where the client's socket carries nothing but this response's body from here on: a plain
  * TCP response (no TLS) with a Content-Length, the response the connection is on, everything written

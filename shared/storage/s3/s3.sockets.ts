@@ -19,7 +19,7 @@ export interface ReadSink {
 /**
  * A keep-alive connection whose reads land in reused memory (its lane, or the pool's shared buffer):
  * reading a socket into a fresh 64 KiB buffer each time, as Node's HTTP clients do, costs more CPU
- * per byte (docs/BENCHMARKS.md, "Content on S3").
+ * per byte (docs/BENCHMARKS.md, "What limits each figure").
  */
 export class PooledSocket {
   sink: ReadSink | undefined;
