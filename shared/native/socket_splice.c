@@ -21,8 +21,27 @@
 /* What the pipe between the sockets is asked to hold; the kernel may give less. */
 #define PIPE_BYTES (1024 * 1024)
 
+/*
+ * What JavaScript holds of a transfer: its own duplicate of the eventfd, closed as soon as the
+ * transfer ends, so a cancel after the end signals nothing. Freed once the transfer has ended and
+ * the handle was collected, both of which happen on the JS thread.
+ */
+typedef struct {
+  int fd;
+  int refs;
+} handle_t;
+
+static void release_handle(handle_t *h, int close_fd) {
+  if (close_fd && h->fd >= 0) {
+    close(h->fd);
+    h->fd = -1;
+  }
+  if (--h->refs == 0) free(h);
+}
+
 typedef struct {
   int from, to, pipe_r, pipe_w, cancel_fd;
+  handle_t *handle;
   int64_t length, remaining, moved;
   int idle_ms;
   int error; /* 0, an errno, or -1 for the source ending early */
@@ -140,6 +159,7 @@ static void call_js(napi_env env, napi_value callback, void *context, void *data
     napi_get_global(env, &global);
     napi_call_function(env, global, callback, 4, args, NULL);
   }
+  release_handle(t->handle, 1);
   discard(t);
 }
 
@@ -150,17 +170,14 @@ static napi_value throw_errno(napi_env env, const char *what) {
   return NULL;
 }
 
-/* The handle's own duplicate of a transfer's eventfd, closed when the handle is collected. */
+/* The handle was collected: its eventfd goes (if the transfer has not closed it), and its share of the memory. */
 static void finalize_handle(napi_env env, void *data, void *hint) {
   (void)env;
   (void)hint;
-  close((int)(intptr_t)data - 1);
+  release_handle(data, 1);
 }
 
-/*
- * start(fromFd, toFd, length, idleMs, callback) -> a handle for cancel. The handle and the thread
- * hold separate duplicates of the eventfd, so a cancel after the end signals nothing that matters.
- */
+/* start(fromFd, toFd, length, idleMs, callback) -> a handle for cancel. */
 static napi_value start(napi_env env, napi_callback_info info) {
   size_t argc = 5;
   napi_value argv[5];
@@ -173,7 +190,13 @@ static napi_value start(napi_env env, napi_callback_info info) {
     return NULL;
   }
   transfer_t *t = calloc(1, sizeof *t);
-  if (!t) return throw_errno(env, "splice");
+  handle_t *h = malloc(sizeof *h);
+  if (!t || !h) {
+    free(t);
+    free(h);
+    return throw_errno(env, "splice");
+  }
+  h->refs = 2;
   t->from = t->to = t->pipe_r = t->pipe_w = t->cancel_fd = -1;
   t->length = t->remaining = length;
   t->idle_ms = idle_ms;
@@ -184,12 +207,16 @@ static napi_value start(napi_env env, napi_callback_info info) {
     int saved = errno;
     t->pipe_r = fds[0];
     t->pipe_w = fds[1];
+    if (cancel_fd >= 0) close(cancel_fd);
+    free(h);
     discard(t);
     errno = saved;
     return throw_errno(env, "splice setup");
   }
   t->pipe_r = fds[0];
   t->pipe_w = fds[1];
+  h->fd = cancel_fd;
+  t->handle = h;
   fcntl(t->pipe_w, F_SETPIPE_SZ, PIPE_BYTES);
   napi_value name;
   napi_create_string_utf8(env, "socketSplice", NAPI_AUTO_LENGTH, &name);
@@ -204,12 +231,13 @@ static napi_value start(napi_env env, napi_callback_info info) {
   if (!started) {
     if (t->done) napi_release_threadsafe_function(t->done, napi_tsfn_abort);
     close(cancel_fd);
+    free(h);
     discard(t);
     napi_throw_error(env, NULL, "splice: cannot start a thread");
     return NULL;
   }
   napi_value handle;
-  napi_create_external(env, (void *)(intptr_t)(cancel_fd + 1), finalize_handle, NULL, &handle);
+  napi_create_external(env, h, finalize_handle, NULL, &handle);
   return handle;
 }
 
@@ -223,8 +251,10 @@ static napi_value cancel(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "cancel(handle)");
     return NULL;
   }
+  const handle_t *h = data;
   uint64_t one = 1;
-  if (write((int)(intptr_t)data - 1, &one, sizeof one) < 0) return throw_errno(env, "splice cancel");
+  /* A transfer that has ended closed the handle's eventfd: nothing to stop. */
+  if (h->fd >= 0 && write(h->fd, &one, sizeof one) < 0) return throw_errno(env, "splice cancel");
   return NULL;
 }
 

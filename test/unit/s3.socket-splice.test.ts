@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
@@ -108,6 +109,8 @@ onLinux('a large body is relayed whole and by range, on kept connections both si
     socket.write(answer.subarray(0, 300));
     setTimeout(() => socket.write(answer.subarray(300)), 20);
   });
+  const openFds = () => readdirSync('/proc/self/fd').length;
+  const fdsAfter: number[] = [];
   try {
     for (let i = 0; i < 3; i++) {
       const whole = await pair.get();
@@ -118,7 +121,11 @@ onLinux('a large body is relayed whole and by range, on kept connections both si
       expect(part.body.equals(object.subarray(range.start, range.end + 1))).toBe(true);
       const small = { start: 5, end: 5 + 100 * KiB };
       expect((await pair.get(small)).body.equals(object.subarray(small.start, small.end + 1))).toBe(true);
+      await pair.settled(3 * (i + 1));
+      fdsAfter.push(openFds());
     }
+    // A relay keeps no descriptor once it has ended (not even until its handle is collected).
+    expect(fdsAfter[2]).toBe(fdsAfter[0]);
     expect(await pair.settled(9)).toEqual(Array(9).fill({ sent: true }));
     expect(pair.store.reads.counts).toEqual({ streamed: 9, declined: 0, relayed: 6 });
     // Read to its end, each answer left the object store's connection ready for the next request.
