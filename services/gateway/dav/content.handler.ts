@@ -1,5 +1,5 @@
 import { discardRest } from '../content/content.routes';
-import { contentEtag, notModified, sendContent, setContentHeaders } from '../files/content.download';
+import { contentEtag, notModified, sendContent, setContentHeaders } from '../content/content.download';
 import { DavError } from './dav.errors';
 import { parentOf } from './dav.paths';
 import type { DavRequest } from './dav.request';

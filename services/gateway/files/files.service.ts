@@ -7,7 +7,7 @@ import { invalid, notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
 import { extensionOf, normalizeName } from '../../../shared/names';
 import { ContentNotFoundError, type ContentHandle, type ContentStore, type PrefetchedContent, type StagedContent } from '../../../shared/storage/content.store';
-import { ContentPrefetch } from './content.prefetch';
+import { ContentPrefetch } from '../content/content.prefetch';
 import { contentKey } from '../../../shared/storage/content.keys';
 import type { ContentWriter } from '../../../shared/storage/content.writer';
 import { ReservationRepository } from '../../../shared/db/repositories/reservation.repository';

@@ -2,7 +2,7 @@ import { Router, type Request } from 'express';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, singleParam } from '../http/request';
 import { toFileView } from '../files/files.presenter';
-import { contentEtag, notModified, sendContent, setContentHeaders } from '../files/content.download';
+import { contentEtag, notModified, sendContent, setContentHeaders } from '../content/content.download';
 import type { ResourceRecord, VersionRecord, VersionsService } from './versions.service';
 
 export interface VersionView {

@@ -1,7 +1,7 @@
 import { Router, type RequestHandler } from 'express';
 import swaggerUi from 'swagger-ui-express';
-import { labelRoute } from './gateway.metrics';
-import { openapiDocument } from './openapi';
+import { labelRoute } from '../monitoring/gateway.metrics';
+import { openapiDocument } from './openapi.document';
 
 export const DOCS_PATH = '/docs';
 

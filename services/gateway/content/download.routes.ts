@@ -3,7 +3,7 @@ import { notFound } from '../../../shared/errors';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { singleParam } from '../http/request';
 import { contentEtag, notModified, prefetchRange, sendContent, setContentHeaders } from './content.download';
-import type { FilesService } from './files.service';
+import type { FilesService } from '../files/files.service';
 
 /** Where downloads are served: the API's `/files/:id/content` under `/v1`. */
 export const DOWNLOAD_PATH = '/v1/files/:id/content';

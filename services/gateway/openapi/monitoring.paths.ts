@@ -1,7 +1,7 @@
 import { ok, errorResponse, health } from './common';
 
 /** Health, readiness, metrics and this description. */
-export const operationPaths = {
+export const monitoringPaths = {
   '/v1/openapi.json': {
     get: {
       tags: ['operations'],

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import type { Express } from 'express';
 import { createLogger } from '../../shared/logger';
 import { buildGateway } from '../../services/gateway/app';
-import { openapiDocument } from '../../services/gateway/ops/openapi';
+import { openapiDocument } from '../../services/gateway/openapi/openapi.document';
 import { BatchSubmitter } from '../../services/gateway/sync/batch.submitter';
 import { Api } from '../support/client';
 import { createTestEnv, JWT_SECRET, startGateway, type RunningGateway, type TestEnv } from '../support/harness';

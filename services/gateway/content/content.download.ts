@@ -2,9 +2,9 @@ import type { Readable } from 'node:stream';
 import type { Request, Response } from 'express';
 import { AppError } from '../../../shared/errors';
 import type { ByteRange, ContentHandle } from '../../../shared/storage/content.store';
-import { reprDigest } from '../content/digest';
+import { reprDigest } from './digest';
 import { sendCoalesced } from '../http/coalesced.pipe';
-import type { ResourceRecord } from './files.service';
+import type { ResourceRecord } from '../files/files.service';
 
 /** The ETag of a file's content: its SHA-256, quoted. */
 export const contentEtag = (file: ResourceRecord): string | undefined => (file.contentSha256 ? `"${file.contentSha256}"` : undefined);

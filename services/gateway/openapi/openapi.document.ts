@@ -4,15 +4,15 @@
  * Express app and fails when a route is missing here or described here without being served, so the
  * two cannot drift apart silently.
  */
-import { accountPaths } from './openapi/accounts.paths';
-import { appPasswordPaths, appPasswordSchemas, appPasswordsTag } from './openapi/app-passwords.paths';
-import { components } from './openapi/components';
-import { filePaths } from './openapi/files.paths';
-import { operationPaths } from './openapi/ops.paths';
-import { quotaPaths, quotaSchemas, quotaTags, setQuotaOperation } from './openapi/quota.paths';
-import { syncPaths } from './openapi/sync.paths';
-import { trashParameters, trashPaths, trashSchemas, trashTag } from './openapi/trash.paths';
-import { uploadPaths } from './openapi/uploads.paths';
+import { accountPaths } from './accounts.paths';
+import { appPasswordPaths, appPasswordSchemas, appPasswordsTag } from './app-passwords.paths';
+import { components } from './components';
+import { filePaths } from './files.paths';
+import { monitoringPaths } from './monitoring.paths';
+import { quotaPaths, quotaSchemas, quotaTags, setQuotaOperation } from './quota.paths';
+import { syncPaths } from './sync.paths';
+import { trashParameters, trashPaths, trashSchemas, trashTag } from './trash.paths';
+import { uploadPaths } from './uploads.paths';
 
 export const openapiDocument = {
   openapi: '3.1.0',
@@ -54,7 +54,7 @@ export const openapiDocument = {
     ...trashPaths,
     ...appPasswordPaths,
     ...uploadPaths,
-    ...operationPaths,
+    ...monitoringPaths,
   },
   components: {
     ...components,

@@ -8,7 +8,7 @@ import { PasswordHasher } from '../../services/gateway/auth/password.hasher';
 import { PrincipalCache } from '../../services/gateway/auth/principal.cache';
 import { PrincipalService } from '../../services/gateway/auth/principal.service';
 import { TokenService } from '../../services/gateway/auth/token.service';
-import { AdminGate } from '../../services/gateway/ops/dashboard.auth';
+import { AdminGate } from '../../services/gateway/monitoring/dashboard.auth';
 import { FailureLimit, RateLimits } from '../../services/gateway/auth/rate.limits';
 import { createLogger } from '../../shared/logger';
 import { createTestEnv, JWT_SECRET, type TestEnv } from '../support/harness';
