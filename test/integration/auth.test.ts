@@ -35,7 +35,7 @@ describe('POST /v1/devices', () => {
     expect(res.status).toBe(201);
     expect(res.body).toEqual({ id: expect.stringMatching(HEX32), name: 'Laptop', platform: 'linux', createdAt: expect.stringMatching(ISO_MS) });
     const row = await env.db('devices').where({ id: res.body.id }).first();
-    expect(row).toMatchObject({ name: 'Laptop', platform: 'linux', user_id: null, deleted_at: null });
+    expect(row).toMatchObject({ name: 'Laptop', platform: 'linux', kind: 'client', user_id: null, deleted_at: null });
     expect(row.created_at.toISOString()).toBe(res.body.createdAt);
   });
 

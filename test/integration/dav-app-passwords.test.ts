@@ -25,7 +25,7 @@ describe('app passwords', () => {
     expect(Buffer.from(created.password, 'base64url').length).toBeGreaterThanOrEqual(16);
     expect(created.deviceId).toMatch(/^[0-9a-f]{32}$/);
     const device = await stack.env.db('devices').where({ id: created.deviceId }).first();
-    expect(device).toMatchObject({ name: 'Laptop Finder', deleted_at: null });
+    expect(device).toMatchObject({ name: 'Laptop Finder', kind: 'app_password', deleted_at: null });
 
     const row = await stack.env.db('app_passwords').where({ id: created.id }).first();
     expect(JSON.stringify(row)).not.toContain(created.password);

@@ -9,7 +9,7 @@ export class DevicesService {
   constructor(private readonly devices: DeviceRepository) {}
 
   async register(name: string, platform: string | null): Promise<DeviceRecord> {
-    const device = { id: newId(), name, platform, userId: null, createdAt: new Date() };
+    const device = { id: newId(), name, platform, userId: null, kind: 'client' as const, createdAt: new Date() };
     await this.devices.insert(device);
     return device;
   }

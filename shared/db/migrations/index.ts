@@ -19,6 +19,8 @@ import * as addUserQuotaAndUsage from './20261124000501_add_user_quota_and_usage
 import * as createUploadReservations from './20261124000502_create_upload_reservations';
 import * as createFileVersions from './20261124000503_create_file_versions';
 import * as backfillUserUsage from './20261124000504_backfill_user_usage';
+import * as addDeviceKind from './20261127000101_add_device_kind';
+import * as backfillDeviceKind from './20261127000102_backfill_device_kind';
 
 interface Migration {
   name: string;
@@ -48,6 +50,8 @@ const MIGRATIONS: Migration[] = [
   createUploadReservations,
   createFileVersions,
   backfillUserUsage,
+  addDeviceKind,
+  backfillDeviceKind,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { DeviceRepository } from './device.repository';
 import type { Principal } from './user.repository';
 
 export interface AppPasswordRecord {
@@ -35,7 +36,8 @@ export class AppPasswordRepository {
   /** Creates the password's own device and the password in one transaction. */
   async insert(record: AppPasswordRecord, passwordHash: string, platform: string): Promise<void> {
     await this.db.transaction(async (trx) => {
-      await trx('devices').insert({ id: record.deviceId, name: record.name, platform, user_id: record.userId, created_at: record.createdAt });
+      const device = { id: record.deviceId, name: record.name, platform, userId: record.userId, kind: 'app_password' as const, createdAt: record.createdAt };
+      await new DeviceRepository(this.db).insert(device, trx);
       await trx('app_passwords').insert({
         id: record.id,
         user_id: record.userId,
