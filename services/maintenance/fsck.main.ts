@@ -2,7 +2,7 @@ import { ConfigError, loadConfig } from '../../shared/config';
 import { ContentRepository } from '../../shared/db/repositories/content.repository';
 import { createDb } from '../../shared/db/knex';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
-import { UsageRepository } from '../../shared/db/repositories/usage.repository';
+import { UsageRepository } from '../../shared/quota/usage.repository';
 import { createLogger } from '../../shared/logger';
 import { RedisChangeNotifier } from '../../shared/queue/change.channel';
 import { createContentStore } from '../../shared/storage/store.factory';

@@ -1,9 +1,9 @@
 import type { ContentHolder, ContentRepository } from '../../shared/db/repositories/content.repository';
 import { NO_DEVICE, type OwnerTransactions } from '../../shared/db/owner.transaction';
-import type { UsageDifference, UsageRepository } from '../../shared/db/repositories/usage.repository';
+import type { UsageDifference, UsageRepository } from '../../shared/quota/usage.repository';
 import { isStagingKey, type ContentStore } from '../../shared/storage/content.store';
 import { claimStoreKnowingly, readIdentity } from '../../shared/storage/store.identity';
-import { checkUsage } from './usage.check';
+import { checkUsage } from '../../shared/quota/usage.check';
 import { dropMissingVersions, findMissingVersions } from './version.check';
 
 export interface FsckOptions {

@@ -2,7 +2,7 @@ import { Queue, Worker } from 'bullmq';
 import type { Config } from '../../shared/config';
 import type { Db } from '../../shared/db/knex';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
-import { ReservationRepository } from '../../shared/db/repositories/reservation.repository';
+import { ReservationRepository } from '../../shared/quota/reservation.repository';
 import { TrashRepository } from '../../shared/db/repositories/trash.repository';
 import { VersionRepository } from '../../shared/db/repositories/version.repository';
 import { UploadReservations } from '../../shared/quota/upload.reservations';

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { DerivedData } from './derived/derived.hooks';
 import type { Db } from './knex';
-import { UsageLedger } from './derived/usage.ledger';
+import { UsageLedger } from '../quota/usage.ledger';
 import { sendTogether, statementOf } from './statement.batch';
 import { TogetherQueues, type TogetherWrite } from './owner.together';
 import { unavailable } from '../errors';

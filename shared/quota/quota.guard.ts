@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { AppError } from '../errors';
-import { UsageLedger } from '../db/derived/usage.ledger';
-import { usedBytes, type Usage } from '../db/repositories/usage.repository';
+import { UsageLedger } from './usage.ledger';
+import { usedBytes, type Usage } from './usage.repository';
 import { VersionRepository, type DroppedVersion } from '../db/repositories/version.repository';
 
 /** Why a write was refused for the quota, as the refusals metric names it. */

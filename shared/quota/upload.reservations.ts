@@ -1,5 +1,5 @@
 import { NO_DEVICE, type OwnerTransactions } from '../db/owner.transaction';
-import { ReservationRepository } from '../db/repositories/reservation.repository';
+import { ReservationRepository } from './reservation.repository';
 import type { ContentStore } from '../storage/content.store';
 import { QuotaGuard, silentQuotaObserver, type QuotaObserver } from './quota.guard';
 

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { ListMultipartUploadsCommand } from '@aws-sdk/client-s3';
 import { ContentRepository } from '../../shared/db/repositories/content.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
-import { UsageRepository } from '../../shared/db/repositories/usage.repository';
+import { UsageRepository } from '../../shared/quota/usage.repository';
 import type { ContentStore } from '../../shared/storage/content.store';
 import { PART_SIZE, S3ContentStore } from '../../shared/storage/s3/s3.store';
 import { createContentStore } from '../../shared/storage/store.factory';

@@ -3,7 +3,7 @@ import http from 'node:http';
 import { Readable } from 'node:stream';
 import { ContentRepository } from '../../shared/db/repositories/content.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
-import { UsageRepository } from '../../shared/db/repositories/usage.repository';
+import { UsageRepository } from '../../shared/quota/usage.repository';
 import { newId } from '../../shared/ids';
 import type { ContentHandle, ContentStore } from '../../shared/storage/content.store';
 import { HELD_IN_MEMORY } from '../../shared/storage/s3/s3.staging';

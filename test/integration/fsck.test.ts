@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { ContentRepository } from '../../shared/db/repositories/content.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
-import { UsageRepository } from '../../shared/db/repositories/usage.repository';
+import { UsageRepository } from '../../shared/quota/usage.repository';
 import { newId } from '../../shared/ids';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { Fsck } from '../../services/maintenance/fsck';

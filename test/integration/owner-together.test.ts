@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { DerivedRepair } from '../../shared/db/derived/derived.repair';
-import { UsageLedger } from '../../shared/db/derived/usage.ledger';
+import { UsageLedger } from '../../shared/quota/usage.ledger';
 import { beforeCommit, OwnerTransactions, type ChangeClock } from '../../shared/db/owner.transaction';
 import { ResourceRepository } from '../../shared/db/repositories/resource.repository';
-import { UsageRepository } from '../../shared/db/repositories/usage.repository';
+import { UsageRepository } from '../../shared/quota/usage.repository';
 import { newId } from '../../shared/ids';
 import { DRIVERS, onDriver, StoredContent } from '../support/drivers';
 import { startStack, type TestStack } from '../support/stack';

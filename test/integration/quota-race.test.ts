@@ -1,5 +1,5 @@
 import { newId } from '../../shared/ids';
-import { UsageRepository } from '../../shared/db/repositories/usage.repository';
+import { UsageRepository } from '../../shared/quota/usage.repository';
 import type { Api } from '../support/client';
 import { startStack, type TestStack } from '../support/stack';
 import { TusRaw } from '../support/tus';

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import { ContentRepository } from '../../shared/db/repositories/content.repository';
 import { OwnerTransactions } from '../../shared/db/owner.transaction';
-import { ReservationRepository } from '../../shared/db/repositories/reservation.repository';
-import { UsageRepository } from '../../shared/db/repositories/usage.repository';
+import { ReservationRepository } from '../../shared/quota/reservation.repository';
+import { UsageRepository } from '../../shared/quota/usage.repository';
 import { newId } from '../../shared/ids';
 import { UploadReservations } from '../../shared/quota/upload.reservations';
 import { createContentStore } from '../../shared/storage/store.factory';

@@ -1,5 +1,5 @@
 import { newId } from '../../shared/ids';
-import { UsageRepository } from '../../shared/db/repositories/usage.repository';
+import { UsageRepository } from '../../shared/quota/usage.repository';
 import { Api } from '../support/client';
 import { expectError } from '../support/fixtures';
 import { rawRequest } from '../support/raw.http';

@@ -1,5 +1,5 @@
 import { newId } from '../../shared/ids';
-import { UsageRepository } from '../../shared/db/repositories/usage.repository';
+import { UsageRepository } from '../../shared/quota/usage.repository';
 import { createLogger } from '../../shared/logger';
 import { startMaintenance, type MaintenanceWorkers } from '../../services/worker/maintenance.workers';
 import type { Api } from '../support/client';

@@ -1,8 +1,8 @@
 import mime from 'mime-types';
-import { ReservationRepository } from '../../../shared/db/repositories/reservation.repository';
+import { ReservationRepository } from '../../../shared/quota/reservation.repository';
 import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
 import type { ContentChange, ResourceRecord } from '../../../shared/db/repositories/resource.record';
-import type { UsageRepository } from '../../../shared/db/repositories/usage.repository';
+import type { UsageRepository } from '../../../shared/quota/usage.repository';
 import { invalid, notFound } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
 import { extensionOf } from '../../../shared/names';

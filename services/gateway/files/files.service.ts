@@ -10,8 +10,8 @@ import { ContentNotFoundError, type ContentHandle, type ContentStore, type Prefe
 import { ContentPrefetch } from '../content/content.prefetch';
 import { contentKey } from '../../../shared/storage/content.keys';
 import type { ContentWriter } from '../../../shared/storage/content.writer';
-import { ReservationRepository } from '../../../shared/db/repositories/reservation.repository';
-import type { UsageRepository } from '../../../shared/db/repositories/usage.repository';
+import { ReservationRepository } from '../../../shared/quota/reservation.repository';
+import type { UsageRepository } from '../../../shared/quota/usage.repository';
 import { cannotFit, QuotaGuard, quotaExceeded, silentQuotaObserver, type QuotaObserver } from '../../../shared/quota/quota.guard';
 
 export type { FileSortColumn, ResourceRecord };

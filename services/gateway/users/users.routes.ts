@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import Joi from 'joi';
 import { invalid } from '../../../shared/errors';
-import type { UsageService } from '../usage/usage.service';
+import type { UsageService } from '../quota/usage.service';
 import { principalOf, requireAdmin, type requireUser } from '../auth/auth.middleware';
 import { queryString, singleParam, validateBody } from '../http/request';
 import type { UserRecord, UsersService } from './users.service';

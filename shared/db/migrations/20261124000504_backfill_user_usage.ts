@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { UsageRepository } from '../repositories/usage.repository';
+import { UsageRepository } from '../../quota/usage.repository';
 
 export const name = '20261124000504_backfill_user_usage';
 

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { UsageLedger } from '../derived/usage.ledger';
+import { UsageLedger } from '../../quota/usage.ledger';
 import { changeColumns, type ChangeStamp } from '../owner.transaction';
 
 /** Longest IN list sent in one statement. */

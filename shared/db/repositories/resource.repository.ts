@@ -3,7 +3,7 @@ import { DerivedData } from '../derived/derived.hooks';
 import { translateResourceWriteError } from '../errors';
 import { changeColumns, type ChangeStamp } from '../owner.transaction';
 import { TreeRepository } from './tree.repository';
-import { UsageLedger } from '../derived/usage.ledger';
+import { UsageLedger } from '../../quota/usage.ledger';
 import { COLUMNS, toRecord, type ContentChange, type NewResource, type ResourceRecord, type ResourceRow, type ResourceState, type ResourceType, type SnapshotEntry } from './resource.record';
 
 /** Longest IN list sent in one statement. */

@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import { translateResourceWriteError } from '../errors';
 import { DerivedData } from '../derived/derived.hooks';
 import { changeColumns, type ChangeStamp } from '../owner.transaction';
-import { UsageLedger } from '../derived/usage.ledger';
-import { UsageRepository } from './usage.repository';
+import { UsageLedger } from '../../quota/usage.ledger';
+import { UsageRepository } from '../../quota/usage.repository';
 import { VersionRepository } from './version.repository';
 import { COLUMNS, toRecord, type PageResult, type ResourceRecord, type ResourceRow } from './resource.record';
 

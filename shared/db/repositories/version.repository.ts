@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { PageResult } from './resource.record';
-import { UsageLedger } from '../derived/usage.ledger';
+import { UsageLedger } from '../../quota/usage.ledger';
 
 /** Longest IN list sent in one statement. */
 const CHUNK = 1000;

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { USAGE_KINDS, UsageRepository, type ByteCounts, type Usage, type UsageKind } from '../repositories/usage.repository';
+import { USAGE_KINDS, UsageRepository, type ByteCounts, type Usage, type UsageKind } from './usage.repository';
 
 type Db = Knex | Knex.Transaction;
 

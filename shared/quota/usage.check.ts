@@ -1,5 +1,5 @@
-import { NO_DEVICE, type OwnerTransactions } from '../../shared/db/owner.transaction';
-import { UsageRepository, type UsageDifference } from '../../shared/db/repositories/usage.repository';
+import { NO_DEVICE, type OwnerTransactions } from '../db/owner.transaction';
+import { UsageRepository, type UsageDifference } from './usage.repository';
 
 const PAGE = 500;
 

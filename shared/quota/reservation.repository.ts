@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { UsageLedger } from '../derived/usage.ledger';
+import { UsageLedger } from './usage.ledger';
 
 /** A reservation found across owners by the expiry job. */
 export interface ReservationEntry {

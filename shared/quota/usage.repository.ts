@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { STATEMENTS, statementTag } from '../statement.tags';
+import { STATEMENTS, statementTag } from '../db/statement.tags';
 
 /** Longest IN list sent in one statement. */
 const CHUNK = 1000;

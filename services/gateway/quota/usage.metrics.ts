@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { USAGE_KINDS } from '../../../shared/db/repositories/usage.repository';
+import { USAGE_KINDS } from '../../../shared/quota/usage.repository';
 import type { QuotaObserver, QuotaRefusal } from '../../../shared/quota/quota.guard';
 import type { UsageService } from './usage.service';
 

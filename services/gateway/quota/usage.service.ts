@@ -1,5 +1,5 @@
-import type { ByteCounts, UsageRepository } from '../../../shared/db/repositories/usage.repository';
-import { usedBytes } from '../../../shared/db/repositories/usage.repository';
+import type { ByteCounts, UsageRepository } from '../../../shared/quota/usage.repository';
+import { usedBytes } from '../../../shared/quota/usage.repository';
 import type { UserRecord, UserRepository } from '../../../shared/db/repositories/user.repository';
 import { notFound } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
