@@ -54,6 +54,10 @@ export interface Config {
   readonly versionRetentionDays: number;
   /** Versions kept per file, the oldest dropped first; 0 keeps none. */
   readonly maxVersions: number;
+  /** PUBLIC_URL: the origin share-link URLs start with; undefined uses each request's own origin. */
+  readonly publicUrl: string | undefined;
+  /** Transfers through one owner's share links served at once per gateway (LINK_TRANSFERS_PER_OWNER). */
+  readonly linkTransfersPerOwner: number;
 }
 
 /** Where content lives with STORAGE_DRIVER=s3. The credentials are never logged. */
@@ -100,6 +104,8 @@ const schema = Joi.object({
   SYNC_LOCK_WAIT_S: Joi.number().integer().min(1).max(3600).default(5),
   USER_WRITE_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
   USER_WRITE_WAIT_MS: Joi.number().integer().min(0).max(600000).default(10000),
+  PUBLIC_URL: Joi.string().uri({ scheme: ['http', 'https'] }),
+  LINK_TRANSFERS_PER_OWNER: Joi.number().integer().min(1).max(1024).default(8),
   QUEUE_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).default('filesync'),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).default(30000),
@@ -202,6 +208,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     syncLockWaitS: value.SYNC_LOCK_WAIT_S,
     userWriteConcurrency: value.USER_WRITE_CONCURRENCY,
     userWriteWaitMs: value.USER_WRITE_WAIT_MS,
+    publicUrl: value.PUBLIC_URL === undefined ? undefined : String(value.PUBLIC_URL).replace(/\/+$/, ''),
+    linkTransfersPerOwner: value.LINK_TRANSFERS_PER_OWNER,
     queuePrefix: value.QUEUE_PREFIX,
     logLevel: value.LOG_LEVEL,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,

@@ -2,6 +2,8 @@
 export const ERROR_STATUS = {
   INVALID_REQUEST: 400,
   UNAUTHORIZED: 401,
+  /** A share link with a password, asked without the access string its unlock gives. */
+  PASSWORD_REQUIRED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
   NAME_CONFLICT: 409,
