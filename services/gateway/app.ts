@@ -17,7 +17,7 @@ import { VersionRepository } from '../../shared/db/repositories/version.reposito
 import { UploadReservations } from '../../shared/quota/upload.reservations';
 import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
 import type { ContentStore } from '../../shared/storage/content.store';
-import { ContentWriter } from '../../shared/storage/content.writer';
+import { ContentWriter } from '../../shared/content/content.writer';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { newId } from '../../shared/ids';
 import type { Logger } from '../../shared/logger';

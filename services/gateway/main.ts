@@ -2,7 +2,7 @@ import { ConfigError, loadConfig } from '../../shared/config';
 import { createDb } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrations/migrate';
 import { createLogger } from '../../shared/logger';
-import { StoreMismatchError } from '../../shared/storage/store.identity';
+import { StoreMismatchError } from '../../shared/content/store.identity';
 import { StartupError } from './bootstrap';
 import { openGateway } from './open.gateway';
 

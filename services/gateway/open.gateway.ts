@@ -8,7 +8,7 @@ import type { Logger } from '../../shared/logger';
 import { openMaintenanceQueue } from '../../shared/queue/maintenance.contract';
 import type { ContentStore } from '../../shared/storage/content.store';
 import { createContentStore } from '../../shared/storage/store.factory';
-import { claimStore } from '../../shared/storage/store.identity';
+import { claimStore } from '../../shared/content/store.identity';
 import { buildGateway, type Gateway } from './app';
 import { ensureInitialAdmin, resolveJwtSecret } from './bootstrap';
 import { ChangeHub, FEED_RECHECK_MS } from './changes/change.hub';

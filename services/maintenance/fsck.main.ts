@@ -6,7 +6,7 @@ import { UsageRepository } from '../../shared/quota/usage.repository';
 import { createLogger } from '../../shared/logger';
 import { RedisChangeNotifier } from '../../shared/queue/change.channel';
 import { createContentStore } from '../../shared/storage/store.factory';
-import { StoreMismatchError } from '../../shared/storage/store.identity';
+import { StoreMismatchError } from '../../shared/content/store.identity';
 import { DEFAULT_FSCK_OPTIONS, Fsck, FsckRefusal, problemsFound, type FsckOptions } from './fsck';
 
 const USAGE = 'usage: npm run fsck -- [--repair] [--min-age=<seconds>] [--allow-many-missing] [--claim-store]';

@@ -2,7 +2,7 @@ import type { ContentHolder, ContentRepository } from '../../shared/db/repositor
 import { NO_DEVICE, type OwnerTransactions } from '../../shared/db/owner.transaction';
 import type { UsageDifference, UsageRepository } from '../../shared/quota/usage.repository';
 import { isStagingKey, type ContentStore } from '../../shared/storage/content.store';
-import { claimStoreKnowingly, readIdentity } from '../../shared/storage/store.identity';
+import { claimStoreKnowingly, readIdentity } from '../../shared/content/store.identity';
 import { checkUsage } from '../../shared/quota/usage.check';
 import { dropMissingVersions, findMissingVersions } from './version.check';
 

@@ -4,7 +4,7 @@ import { createDb } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrations/migrate';
 import { createLogger } from '../../shared/logger';
 import { createContentStore } from '../../shared/storage/store.factory';
-import { claimStore, StoreMismatchError } from '../../shared/storage/store.identity';
+import { claimStore, StoreMismatchError } from '../../shared/content/store.identity';
 import { startMaintenance } from './maintenance.workers';
 import { startOpsServer } from './ops.server';
 import { startSyncWorkers } from './sync.workers';

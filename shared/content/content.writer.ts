@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { beforeCommit, type ChangeAuthor, type ChangeClock, type OwnerTransactions } from '../db/owner.transaction';
 import type { Logger } from '../logger';
-import type { ContentStore, StagedContent } from './content.store';
+import type { ContentStore, StagedContent } from '../storage/content.store';
 
 /** What the work inside the owner's transaction decided: the key the rows now name, and what it returns. */
 export interface ContentPlacement<T> {

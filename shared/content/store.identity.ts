@@ -1,6 +1,6 @@
 import type { ContentRepository } from '../db/repositories/content.repository';
 import { newId } from '../ids';
-import type { ContentStore } from './content.store';
+import type { ContentStore } from '../storage/content.store';
 
 /** How many content keys are looked for when a database with content meets a store without a marker. */
 const SAMPLE = 20;

@@ -4,7 +4,7 @@ import type { DataStore, Upload } from '@tus/server';
 /**
  * Where file content lives, behind one interface with a driver per backend (STYLE.md item 17):
  * callers hand over keys and streams, never paths. A key is chosen by the service, never taken from
- * a client: `<deviceId>/<resourceId>[.<ext>]` for content (see content.keys.ts), `.staging/<id>` for
+ * a client: `<deviceId>/<resourceId>[.<ext>]` for content (see shared/content/content.keys.ts), `.staging/<id>` for
  * bytes still being received. A driver maps keys to its medium (the local driver: files under
  * UPLOAD_DIR; an object store: `<S3_PREFIX><key>`) and refuses a key that would leave its root.
  *

@@ -4,7 +4,7 @@ export const name = '20261124000201_create_content_store';
 
 /**
  * The identity of the database's content store: one row, whose id is also written in the store's
- * marker (shared/storage/store.identity.ts). A store without that marker is not this database's, and
+ * marker (shared/content/store.identity.ts). A store without that marker is not this database's, and
  * nothing may judge its content missing or orphaned.
  */
 export async function up(knex: Knex): Promise<void> {
