@@ -28,7 +28,7 @@ import { ConcurrencyLimiter } from './auth/limiter';
 import { PasswordHasher } from './auth/password.hasher';
 import { PrincipalCache } from './auth/principal.cache';
 import { PrincipalService } from './auth/principal.service';
-import { clientAddress, clientAndUsername, FailureLimit, RateLimits } from './auth/rate.limits';
+import { clientAddress, clientAndUsername, RateLimits } from './auth/rate.limits';
 import { TokenService } from './auth/token.service';
 import type { ChangeHub } from './changes/change.hub';
 import { changeRoutes } from './changes/changes.routes';
@@ -137,11 +137,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const authenticated = requireUser(tokens, principalService);
   const uploads = createUploads({ config, store, files, content, reservations, authenticated, logger });
   const limits = new RateLimits(config, config.queuePrefix, logger);
-  const basicFailures = new FailureLimit(limits.store('admin-basic'), config.loginRateLimit, (err) =>
-    logger.warn({ reason: err instanceof Error ? err.message : String(err) }, 'dashboard failure limit: Redis unavailable, not counted'),
-  );
   // A verified Basic login is trusted for a minute: the dashboard sends it with every asset and poll.
-  const adminGate = new AdminGate(principalService, tokens, hasher, { cacheTtlMs: 60_000, failures: basicFailures });
+  const adminGate = new AdminGate(principalService, tokens, hasher, { cacheTtlMs: 60_000, attempts: limits.attempts('admin-basic', config.loginRateLimit) });
   // The address limit comes first, so rotating usernames from one address cannot dodge it.
   const loginLimits = [
     limits.limit('login-address', config.loginAddressRateLimit, clientAddress, 'too many sign-in attempts from this address, retry later'),
@@ -163,8 +160,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     tokens,
     principals: principalService,
     appPasswords,
-    addressFailures: new FailureLimit(limits.store('login-address'), config.loginAddressRateLimit),
-    accountFailures: new FailureLimit(limits.store('login'), config.loginRateLimit),
+    addressAttempts: limits.attempts('login-address', config.loginAddressRateLimit),
+    accountAttempts: limits.attempts('login', config.loginRateLimit),
   });
   const davTree = new DavTree(dav, files, content, storage, sync, config.maxUploadBytes);
 

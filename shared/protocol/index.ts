@@ -270,3 +270,4 @@ export function nameProblem(name: string): string | null {
   if (/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/.test(n)) return 'must not contain control characters';
   return null;
 }
+export * from './links';

@@ -21,6 +21,8 @@ import * as createFileVersions from './20261124000503_create_file_versions';
 import * as backfillUserUsage from './20261124000504_backfill_user_usage';
 import * as addDeviceKind from './20261127000101_add_device_kind';
 import * as backfillDeviceKind from './20261127000102_backfill_device_kind';
+import * as createLinks from './20261127000201_create_links';
+import * as addChildrenNameIndex from './20261127000301_add_children_name_index';
 
 interface Migration {
   name: string;
@@ -52,6 +54,8 @@ const MIGRATIONS: Migration[] = [
   backfillUserUsage,
   addDeviceKind,
   backfillDeviceKind,
+  createLinks,
+  addChildrenNameIndex,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -6,6 +6,7 @@ import { UsageLedger } from '../../quota/usage.ledger';
 import { UsageRepository } from '../../quota/usage.repository';
 import { VersionRepository } from './version.repository';
 import { COLUMNS, toRecord, type PageResult, type ResourceRecord, type ResourceRow } from './resource.record';
+import { LinkRepository } from './link.repository';
 
 /** Longest IN list sent in one statement. */
 const CHUNK = 1000;
@@ -156,6 +157,8 @@ export class TrashRepository {
         'resource_id',
         rows.map((r) => r.id),
       ).del();
+      // Share links die with the resource they share, and their devices with them.
+      await new LinkRepository(this.db).removeOfResources(rows.map((r) => r.id), now);
       await usage.add(
         userId,
         'trash',
