@@ -73,6 +73,16 @@ import { davRouter } from './dav/dav.router';
 import { DavService } from './dav/dav.service';
 import { DavTree } from './dav/dav.tree';
 import { versionRoutes } from './versions/versions.routes';
+import { LinkRepository } from '../../shared/db/repositories/link.repository';
+import { TreeRepository } from '../../shared/db/repositories/tree.repository';
+import { linkMetrics } from './links/link.metrics';
+import { LinkSecrets } from './links/link.secrets';
+import { LinkTransfers } from './links/link.transfers';
+import { LinkUploads } from './links/link.uploads';
+import { linkRoutes } from './links/links.routes';
+import { LinksService } from './links/links.service';
+import { publicLinkRoutes } from './links/public.routes';
+import { PublicLinksService } from './links/public.service';
 import { VersionsService } from './versions/versions.service';
 
 export interface GatewayDeps {
@@ -164,6 +174,22 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     accountAttempts: limits.attempts('login', config.loginRateLimit),
   });
   const davTree = new DavTree(dav, files, content, storage, sync, config.maxUploadBytes);
+  const linkRepo = new LinkRepository(db);
+  const linkSecrets = new LinkSecrets(deps.jwtSecret);
+  const links = new LinksService(linkRepo, resources, hasher, linkSecrets);
+  const publicLinks = new PublicLinksService(linkRepo, resources, new TreeRepository(db), hasher, linkSecrets, {
+    perLink: limits.attempts('link-unlock', config.loginRateLimit),
+    perAddress: limits.attempts('link-unlock-address', config.loginAddressRateLimit),
+  });
+  const publicLinkDeps = {
+    links: publicLinks,
+    linkRepo,
+    files,
+    store,
+    transfers: new LinkTransfers(config.linkTransfersPerOwner),
+    uploads: new LinkUploads(files, storage, config.maxUploadBytes),
+    metrics: linkMetrics(metrics.registry),
+  };
 
   const app = express();
   app.disable('x-powered-by');
@@ -207,6 +233,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
 
   const v1 = express.Router();
   v1.use(recordMountPath);
+  // Share links' public side: no Authorization, bodies of its own (multipart, a small JSON unlock).
+  v1.use(publicLinkRoutes(publicLinkDeps));
   // Ahead of the body parser too, so a malformed sign-in counts as "invalid" rather than not at all.
   v1.use('/auth/login', metrics.loginOutcomes());
   // The sync batch is parsed by its own route without loss of 64-bit integers, so it comes first.
@@ -224,6 +252,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(trashRoutes(trash, authenticated));
   v1.use(versionRoutes(versions, authenticated));
   v1.use(appPasswordRoutes(appPasswords, authenticated));
+  v1.use(linkRoutes(links, config.publicUrl, authenticated));
   app.use('/v1', v1);
 
   app.use(notFoundHandler);

@@ -21,7 +21,7 @@ const SORTS: Record<string, FileSortColumn> = {
 };
 
 /** Multer failures in the contract's terms; the storage engine has already removed partial files. */
-function uploadError(err: unknown): AppError {
+export function uploadError(err: unknown): AppError {
   if (err instanceof multer.MulterError) {
     if (err.code === 'LIMIT_FILE_SIZE') return new AppError('FILE_TOO_LARGE', 'the file is larger than the upload limit');
     if (err.code === 'LIMIT_FILE_COUNT' || err.code === 'LIMIT_UNEXPECTED_FILE') {

@@ -42,6 +42,8 @@ export interface UploadInput {
   expectedSha256?: string;
   /** The resumable upload these bytes come from: its reservation ends in the transaction that commits them. */
   uploadId?: string;
+  /** Picks the name to store under the owner's lock, instead of a clash being NAME_CONFLICT (share-link uploads). */
+  freeName?: (trx: import('knex').Knex.Transaction, folderId: string | null, name: string) => Promise<string>;
 }
 
 export const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
@@ -181,7 +183,8 @@ export class FilesService {
         target = uploadTarget(input);
       },
       decide: async (trx, clock) => {
-        const { id, folderId, name, extension } = target;
+        const { id, folderId, extension } = target;
+        const name = input.freeName ? await input.freeName(trx, folderId, target.name) : target.name;
         const repo = this.resources.withTransaction(trx);
         if (folderId !== null && !(await repo.findActive(userId, folderId, 'folder'))) throw notFound('no such folder');
         // A resumable upload's bytes were reserved at its creation: they are in the quota already.
