@@ -9,7 +9,8 @@ import { PrincipalCache } from '../../services/gateway/auth/principal.cache';
 import { PrincipalService } from '../../services/gateway/auth/principal.service';
 import { TokenService } from '../../services/gateway/auth/token.service';
 import { AdminGate } from '../../services/gateway/monitoring/dashboard.auth';
-import { FailureLimit, RateLimits } from '../../services/gateway/auth/rate.limits';
+import type { AttemptLimit } from '../../services/gateway/auth/attempt.limit';
+import { RateLimits } from '../../services/gateway/auth/rate.limits';
 import { createLogger } from '../../shared/logger';
 import { createTestEnv, JWT_SECRET, type TestEnv } from '../support/harness';
 
@@ -33,7 +34,7 @@ let clock: number;
 const request = (authorization: string, ip = '203.0.113.7') => ({ headers: { authorization }, ip }) as unknown as Request;
 const basic = (username: string, password: string) => `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
 let limits: RateLimits;
-const gate = (failures?: FailureLimit) => new AdminGate(principals, new TokenService(JWT_SECRET), hasher, { cacheTtlMs: 60_000, failures, now: () => clock });
+const gate = (attempts?: AttemptLimit) => new AdminGate(principals, new TokenService(JWT_SECRET), hasher, { cacheTtlMs: 60_000, attempts, now: () => clock });
 
 async function refusal(promise: Promise<unknown>): Promise<string> {
   try {
@@ -111,9 +112,8 @@ test('wrong passwords are never cached: each one runs Argon2, unknown users too'
 
 test('after too many failures from one address, further attempts get RATE_LIMITED without reaching Argon2, on every gateway', async () => {
   // Two gates over one Redis store: two gateways sharing the count.
-  const store = limits.store('admin-basic-test');
-  const first = gate(new FailureLimit(store, 2));
-  const second = gate(new FailureLimit(store, 2));
+  const first = gate(limits.attempts('admin-basic-test', 2));
+  const second = gate(limits.attempts('admin-basic-test', 2));
   expect(await refusal(first.admit(request(basic(ADMIN.username, 'wrong-1'))))).toBe('UNAUTHORIZED');
   expect(await refusal(second.admit(request(basic(ADMIN.username, 'wrong-2'))))).toBe('UNAUTHORIZED');
   expect(await refusal(first.admit(request(basic(ADMIN.username, 'wrong-3'))))).toBe('RATE_LIMITED');
@@ -124,19 +124,39 @@ test('after too many failures from one address, further attempts get RATE_LIMITE
   // The count is in Redis, under the queue prefix, and expires with its window.
   const redis = new IORedis(env.config.redisUrl);
   try {
-    const keys = await redis.keys(`${env.config.queuePrefix}:rl:admin-basic-test:*`);
-    expect(keys).toHaveLength(1);
-    expect(Number(await redis.get(keys[0]!))).toBe(2);
-    expect(await redis.pttl(keys[0]!)).toBeGreaterThan(0);
+    const key = `${env.config.queuePrefix}:rl:admin-basic-test:203.0.113.7`;
+    // Two failures and the two refused attempts.
+    expect(Number(await redis.get(key))).toBe(4);
+    expect(await redis.pttl(key)).toBeGreaterThan(0);
   } finally {
     redis.disconnect();
   }
 });
 
+test('a burst of parallel wrong guesses from one address runs at most the limit of Argon2 checks; the rest are refused', async () => {
+  const g = gate(limits.attempts('admin-basic-burst', 3));
+  const outcomes = await Promise.all(Array.from({ length: 40 }, (_, i) => refusal(g.admit(request(basic(ADMIN.username, `guess-${i}`), '203.0.113.40')))));
+  expect(hasher.verifies).toBeLessThanOrEqual(3);
+  expect(outcomes.filter((o) => o === 'UNAUTHORIZED').length).toBeLessThanOrEqual(3);
+  expect(outcomes.filter((o) => o === 'RATE_LIMITED').length).toBeGreaterThanOrEqual(37);
+});
+
+test('a right password gives its attempt back: only failures use up the limit', async () => {
+  const g = gate(limits.attempts('admin-basic-success', 2));
+  const ip = '203.0.113.41';
+  for (let i = 0; i < 4; i++) {
+    clock += 120_000; // past the cache time, so each one runs Argon2 again
+    expect(await refusal(g.admit(request(basic(ADMIN.username, ADMIN.password), ip)))).toBe('admitted');
+  }
+  expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-1'), ip)))).toBe('UNAUTHORIZED');
+  expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-2'), ip)))).toBe('UNAUTHORIZED');
+  expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-3'), ip)))).toBe('RATE_LIMITED');
+});
+
 test('with the failure store unreachable, Basic checks still work and still run Argon2 (fails open, bounded by the limiter)', async () => {
   const unreachable = new RateLimits('redis://127.0.0.1:1', env.config.queuePrefix, createLogger('gateway', 'silent'));
   try {
-    const g = gate(new FailureLimit(unreachable.store('admin-basic-down'), 1));
+    const g = gate(unreachable.attempts('admin-basic-down', 1));
     expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-1'))))).toBe('UNAUTHORIZED');
     expect(await refusal(g.admit(request(basic(ADMIN.username, 'wrong-2'))))).toBe('UNAUTHORIZED');
     expect(await refusal(g.admit(request(basic(ADMIN.username, ADMIN.password))))).toBe('admitted');

@@ -120,4 +120,13 @@ describe('failed WebDAV sign-ins and the login rate limits', () => {
     const device = await stack.admin.registerDevice();
     expect((await stack.admin.post('/v1/auth/login', { username: ADMIN.username, password: ADMIN.password, deviceId: device })).status).toBe(429);
   });
+
+  test('a burst of parallel Basic guesses is counted before any lookup: no more than the limit are checked', async () => {
+    const guesses = Array.from({ length: 40 }, (_, i) => new DavClient(stack.gateway.baseUrl, basic('burst-target', `guess-${i}`)).propfind('/dav/', '0'));
+    const statuses = (await Promise.all(guesses)).map((r) => r.status);
+    expect(statuses.every((s) => s === 401 || s === 429)).toBe(true);
+    // Each 401 is one credential checked; the per-account limit is 4.
+    expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(4);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(36);
+  });
 });

@@ -105,6 +105,19 @@ test('rotating usernames from one address hits the per-address limit, on either 
   expect((await from(two, address()).login(ADMIN.username, ADMIN.password)).status).toBe(200);
 });
 
+test('a burst of parallel wrong passwords for one account checks no more passwords than the limit', async () => {
+  const ip = address();
+  const verifications = countVerifications();
+  try {
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => from(i % 2 === 0 ? one : two, ip).login(ADMIN.username, `guess-${i}`)));
+    expect(verifications.count).toBeLessThanOrEqual(3);
+    expect(results.filter((r) => r.status === 401).length).toBeLessThanOrEqual(3);
+    for (const r of results.filter((r) => r.status !== 401)) expectLimited(r);
+  } finally {
+    verifications.restore();
+  }
+});
+
 test('during a flood of 200 sign-ins with random usernames from one address, a correct sign-in from another address succeeds', async () => {
   const attacker = address();
   const flood = Array.from({ length: 200 }, (_, i) => from(i % 2 === 0 ? one : two, attacker).login(randomName(), 'whatever-password'));

@@ -45,6 +45,12 @@ export class AppPasswordsService {
     await this.cache.revoked(userId);
   }
 
+  /** The principal of a credential this gateway verified within AUTH_CACHE_MS; no lookup, nothing counted. */
+  remembered(username: string, password: string): Principal | undefined {
+    const cached = this.cache.getByKey(`app-password:${this.secrets.hash(password)}`);
+    return cached && cached.username.toLowerCase() === username.toLowerCase() ? cached : undefined;
+  }
+
   /** The principal of a username and app password, or undefined when they do not name an active one. */
   async authenticate(username: string, password: string): Promise<Principal | undefined> {
     const hash = this.secrets.hash(password);

@@ -2,6 +2,7 @@ import type { Request, RequestHandler } from 'express';
 import { ipKeyGenerator, rateLimit, type ClientRateLimitInfo, type IncrementResponse, type Store } from 'express-rate-limit';
 import { RedisStore, type RedisReply } from 'rate-limit-redis';
 import { AppError } from '../../../shared/errors';
+import { AttemptLimit } from './attempt.limit';
 import type { Logger } from '../../../shared/logger';
 import { closeRedis, connectRedis, masters, type RedisConnection, type RedisTarget } from '../../../shared/redis/redis.connection';
 
@@ -106,6 +107,16 @@ export class RateLimits {
     });
   }
 
+  /**
+   * Sign-in attempts counted before the password is checked (attempt.limit.ts), `perMinute` per key;
+   * 0 disables it. Under the same keys as `limit(name, ...)`, so both count against one budget.
+   */
+  attempts(name: string, perMinute: number): AttemptLimit {
+    return new AttemptLimit(`${this.prefix}:rl:${name}:`, perMinute, RATE_WINDOW_MS, (script, key, args) => this.redis.call('EVAL', script, 1, key, ...args), (err) =>
+      this.warn(err, 'sign-in attempt limit: Redis unavailable, not counted'),
+    );
+  }
+
   async close(): Promise<void> {
     await closeRedis(this.redis);
   }
@@ -115,44 +126,5 @@ export class RateLimits {
     if (now - this.lastWarning < 10_000) return;
     this.lastWarning = now;
     this.logger.warn({ reason: err instanceof Error ? err.message : String(err) }, `${message}; requests pass without rate limiting while Redis is unavailable`);
-  }
-}
-
-/**
- * A count of failures per key in one of the stores above, for checks that are not a plain
- * middleware (the dashboard's Basic sign-in counts only failures). Fails open like the limits.
- */
-export class FailureLimit {
-  private ready: Promise<void> | undefined;
-
-  constructor(
-    private readonly store: Store,
-    private readonly perMinute: number,
-    private readonly onStoreError: (err: unknown) => void = () => undefined,
-  ) {}
-
-  /** Throws RATE_LIMITED when `key` has reached the limit in the current window. */
-  async check(key: string, message: string): Promise<void> {
-    if (this.perMinute <= 0) return;
-    const info = await this.call(() => this.store.get?.(key));
-    if (info && info.totalHits >= this.perMinute) {
-      throw new AppError('RATE_LIMITED', message, { retryAfter: retryAfterSeconds(info.resetTime) });
-    }
-  }
-
-  async record(key: string): Promise<void> {
-    if (this.perMinute <= 0) return;
-    await this.call(() => this.store.increment(key));
-  }
-
-  private async call<T>(op: () => Promise<T> | T): Promise<T | undefined> {
-    try {
-      this.ready ??= Promise.resolve(this.store.init?.({ windowMs: RATE_WINDOW_MS } as never)).then(() => undefined);
-      await this.ready.catch(() => undefined);
-      return await op();
-    } catch (err) {
-      this.onStoreError(err);
-      return undefined;
-    }
   }
 }

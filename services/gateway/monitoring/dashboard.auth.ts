@@ -4,7 +4,8 @@ import { AppError, isAppError } from '../../../shared/errors';
 import { bearerToken } from '../auth/auth.middleware';
 import type { PasswordHasher } from '../auth/password.hasher';
 import type { PrincipalService } from '../auth/principal.service';
-import { clientAddress, type FailureLimit } from '../auth/rate.limits';
+import type { AttemptLimit } from '../auth/attempt.limit';
+import { clientAddress } from '../auth/rate.limits';
 import type { TokenService } from '../auth/token.service';
 import { basicCredentials } from '../auth/basic.credentials';
 
@@ -13,8 +14,8 @@ export const DASHBOARD_REALM = 'filesync';
 export interface AdminGateOptions {
   /** How long a verified Basic credential is trusted without another Argon2 run. */
   cacheTtlMs: number;
-  /** Failed Basic attempts per client address (kept in Redis, so shared by every gateway); none when absent. */
-  failures?: FailureLimit;
+  /** Basic attempts per client address that reach Argon2, counted before it runs (kept in Redis, so shared by every gateway); none when absent. */
+  attempts?: AttemptLimit;
   now?: () => number;
 }
 
@@ -37,8 +38,9 @@ const forbidden = () => new AppError('FORBIDDEN', 'administrators only');
  * Argon2 run costs 64 MiB, so a successful check is remembered for `cacheTtlMs`. The cache key is an
  * HMAC of "username:password" under a key that lives only in this process, so the map never holds
  * anything a leaked heap could turn back into a password quickly. Misses go through the shared
- * PasswordHasher, so Basic checks queue behind the same Argon2 limiter as sign-ins, and repeated
- * failures from one address are turned away before they reach Argon2.
+ * PasswordHasher, so Basic checks queue behind the same Argon2 limiter as sign-ins; each miss is
+ * counted against its address before Argon2 runs (and given back when right), so a burst of parallel
+ * guesses runs at most the limit's worth of Argon2 checks and the rest are turned away.
  */
 export class AdminGate {
   private readonly cacheKey = randomBytes(32);
@@ -92,13 +94,14 @@ export class AdminGate {
     const hit = cached !== undefined && cached.expiresAt > this.now() && active !== undefined && active.passwordHash === cached.passwordHash;
     if (!hit) {
       if (cached) this.verified.delete(key);
-      await this.options.failures?.check(client, 'too many failed sign-ins, retry later');
+      const attempt = await this.options.attempts?.take(client, 'too many failed sign-ins, retry later');
       // Runs even for an unknown user (against the dummy hash), like login, so timing tells nothing.
-      const ok = await this.hasher.verify(user?.passwordHash, password);
-      if (!ok || !active) {
-        await this.options.failures?.record(client);
-        throw unauthorized();
-      }
+      const ok = await this.hasher.verify(user?.passwordHash, password).catch(async (err: unknown) => {
+        await attempt?.giveBack(); // Argon2 never ran (busy limiter): nothing was guessed
+        throw err;
+      });
+      if (!ok || !active) throw unauthorized();
+      await attempt?.giveBack();
       this.remember(key, active.passwordHash);
     }
     if (!active?.isAdmin) throw forbidden();
