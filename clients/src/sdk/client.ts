@@ -1,6 +1,6 @@
 import type * as P from '../../../shared/protocol';
 import { ApiError } from './errors';
-import { DEFAULT_RETRY, readJson, send, type HttpRequest, type RetryPolicy } from './http';
+import { DEFAULT_RETRY, followRedirect, readJson, send, type HttpRequest, type RetryPolicy } from './http';
 import { resumableUpload, type ResumableUploadOptions } from './tus';
 
 export interface ClientOptions {
@@ -162,9 +162,32 @@ export class FilesyncClient {
     return readJson(res);
   }
 
-  /** `GET /files/:id/content`: the response, to be streamed (`res.body`); `range` like `bytes=0-99`. */
-  download(id: string, options: { range?: string; signal?: AbortSignal } = {}): Promise<Response> {
-    return this.request({ method: 'GET', path: `/files/${enc(id)}/content`, headers: options.range ? { range: options.range } : {}, idempotent: true, signal: options.signal });
+  /**
+   * `GET /files/:id/content`: the response, to be streamed (`res.body`); `range` like `bytes=0-99`.
+   * A 302 to the store (API.md 1.4) is followed without the Authorization header; check what arrives
+   * with `announcedDigest`, or with the file's `sha256` when that answers undefined.
+   */
+  async download(id: string, options: { range?: string; signal?: AbortSignal } = {}): Promise<Response> {
+    const path = `/files/${enc(id)}/content`;
+    return this.fetchContent(path, options.range, options.signal);
+  }
+
+  /**
+   * The SHA-256 (hex) the service itself announced for a content response: its `Repr-Digest`, else
+   * its ETag. Undefined for a response from another origin (a presigned store URL, whose ETag is the
+   * store's, not a SHA-256): check it against the file's `sha256` (metadata or change feed) instead.
+   */
+  announcedDigest(res: Response): string | undefined {
+    if (!res.url || new URL(res.url).origin !== new URL(this.server).origin) return undefined;
+    const digest = res.headers.get('repr-digest')?.match(/sha-256=:([^:]+):/)?.[1];
+    if (digest) return Buffer.from(digest, 'base64').toString('hex');
+    const etag = res.headers.get('etag')?.replace(/^W\//, '').replace(/"/g, '');
+    return etag && /^[0-9a-f]{64}$/.test(etag) ? etag : undefined;
+  }
+
+  private async fetchContent(path: string, range: string | undefined, signal: AbortSignal | undefined): Promise<Response> {
+    const res = await this.request({ method: 'GET', path, headers: range ? { range } : {}, idempotent: true, signal, redirect: 'manual' });
+    return followRedirect(res, new URL(this.server).origin, this.token, signal);
   }
 
   // ---- sync ----
@@ -222,8 +245,9 @@ export class FilesyncClient {
     return this.json({ method: 'GET', path: `/files/${enc(fileId)}/versions`, query: { limit, offset }, idempotent: true });
   }
 
+  /** A version's content; a 302 to the store is followed as for `download`. */
   downloadVersion(fileId: string, versionId: string, range?: string): Promise<Response> {
-    return this.request({ method: 'GET', path: `/files/${enc(fileId)}/versions/${enc(versionId)}/content`, headers: range ? { range } : {}, idempotent: true });
+    return this.fetchContent(`/files/${enc(fileId)}/versions/${enc(versionId)}/content`, range, undefined);
   }
 
   restoreVersion(fileId: string, versionId: string, ifMatch?: string): Promise<P.File> {

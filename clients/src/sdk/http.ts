@@ -23,6 +23,8 @@ export interface HttpRequest {
   signal?: AbortSignal;
   /** A body that can only be sent once (a stream) makes the request not repeatable at all. */
   once?: boolean;
+  /** `manual`: a 3xx answer is returned as it is (see `followRedirect`); default `follow`. */
+  redirect?: 'follow' | 'manual' | 'error';
 }
 
 export const sleep = (ms: number, signal?: AbortSignal) =>
@@ -48,7 +50,7 @@ function retryAfterSeconds(res: Response): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, (date - Date.now()) / 1000);
 }
 
-async function toApiError(res: Response): Promise<ApiError> {
+export async function toApiError(res: Response): Promise<ApiError> {
   let body: { error?: { code?: string; message?: string; details?: unknown } } | undefined;
   try {
     body = (await res.json()) as typeof body;
@@ -75,7 +77,7 @@ export async function send(baseUrl: string, req: HttpRequest, token: () => strin
     let res: Response | undefined;
     let failure: Error;
     try {
-      res = await fetch(url, { method: req.method, headers, body: req.body ?? null, signal: req.signal, duplex: 'half' } as RequestInit);
+      res = await fetch(url, { method: req.method, headers, body: req.body ?? null, signal: req.signal, redirect: req.redirect ?? 'follow', duplex: 'half' } as RequestInit);
       if (res.ok || (res.status >= 300 && res.status < 400)) return res;
       failure = await toApiError(res);
     } catch (err) {
@@ -98,4 +100,31 @@ export async function send(baseUrl: string, req: HttpRequest, token: () => strin
 
 export async function readJson<T>(res: Response): Promise<T> {
   return (await res.json()) as T;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * Follows the redirects of a GET answered with `redirect: 'manual'` (API.md 1.4: content served from
+ * the store by a presigned URL on another origin). The Authorization header goes only to the
+ * service's own origin, never to another. At most 5 hops.
+ */
+export async function followRedirect(res: Response, serviceOrigin: string, token: string | undefined, signal?: AbortSignal): Promise<Response> {
+  let current = res;
+  for (let hop = 0; REDIRECTS.has(current.status); hop++) {
+    const location = current.headers.get('location');
+    if (!location || hop >= 5) throw new ApiError(502, { code: 'INTERNAL', message: `redirect without a usable Location (HTTP ${current.status})` });
+    const target = new URL(location, current.url);
+    await current.body?.cancel().catch(() => undefined);
+    const headers: Record<string, string> = {};
+    if (token && target.origin === serviceOrigin) headers.authorization = `Bearer ${token}`;
+    try {
+      current = await fetch(target, { method: 'GET', headers, signal, redirect: 'manual' });
+    } catch (err) {
+      if (signal?.aborted) throw new AbortedError();
+      throw new NetworkError(`cannot reach ${target.origin}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`, err);
+    }
+    if (!current.ok && !REDIRECTS.has(current.status)) throw await toApiError(current);
+  }
+  return current;
 }
