@@ -5,8 +5,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { FilesyncClient } from '../../clients/src/sdk';
 
-/** The command as `npx filesync` runs it (built by `npm run build`, which `npm test` runs first). */
-export const CLI = path.join(__dirname, '../../clients/bin/filesync.js');
+/**
+ * The command as `npx filesync` runs it (built by `npm run build`, which `npm test` runs first), or
+ * the build FILESYNC_CLI names (to run these tests against another build of the client).
+ */
+export const CLI = process.env.FILESYNC_CLI ?? path.join(__dirname, '../../clients/bin/filesync.js');
 
 export interface CliResult {
   code: number | null;

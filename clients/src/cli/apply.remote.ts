@@ -1,9 +1,9 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { BaseNode, RemoteNode } from './journal';
-import { byDepth, foldersWithUnseen, remoteChanged, type Matched } from './match';
+import { byDepth, foldersWithUnseen, pathIn, remoteChanged, type Matched } from './match';
 import { LiveTree } from './live.tree';
-import { localSha, statOf, toBase, type SyncContext } from './context';
+import { localSha, skipFailed, statOf, toBase, type SyncContext } from './context';
 import { applyDeletions, guardLocalDeletions } from './apply.deletions';
 import { conflictedName, joinPath } from './scan';
 import { park, PARKING, unparkAll } from './parking';
@@ -109,10 +109,11 @@ async function applyChanges(
 
   const download = async (node: RemoteNode, target: string, expect: { mtimeMs: number; size: number } | undefined): Promise<boolean> => {
     const label = live.path(node.parentId) === undefined ? node.name : joinPath(live.path(node.parentId)!, node.name);
-    const got = await ctx.transfers.download(node.id, label, node.size);
-    if (got.expected !== undefined && got.expected !== got.sha256) {
+    const got = await ctx.transfers.download(node.id, label, node.size, node.sha256);
+    if (got.expected !== got.sha256) {
       await fs.rm(got.tmp, { force: true });
-      r.error(`download of ${label} did not match its digest; it will be fetched again`);
+      r.error(`download of ${label} did not match the SHA-256 the service announced; it will be fetched again`);
+      ctx.pending++;
       return false;
     }
     // A local write since the scan wins the place: the download waits for the next pass.
@@ -121,6 +122,8 @@ async function applyChanges(
       await fs.rm(got.tmp, { force: true });
       return false;
     }
+    // Made 0600 in the state folder; in DIR it gets the mode of any file created here (the umask's).
+    await fs.chmod(got.tmp, 0o666 & ~process.umask());
     await fs.rename(got.tmp, target);
     const st = await statOf(target);
     j.putBase(toBase({ ...node, sha256: got.sha256, size: st?.size ?? node.size }, st));
@@ -132,149 +135,159 @@ async function applyChanges(
   const fresh: { node: RemoteNode; target: string }[] = [];
   for (const id of byDepth(remote)) {
     if (ctx.signal.aborted) break;
+    if (ctx.unplaceable.has(id)) continue;
     const rn = remote.get(id)!;
-    const b = base.get(id);
-    if (b && !remoteChanged(rn, b)) {
-      if (b.rev !== rn.rev) j.putBase({ ...b, rev: rn.rev, size: b.size });
-      // A folder deleted here while the server put something new in it comes back to hold that.
-      const back = rn.type === 'folder' && !live.has(id) && unseen.has(id) && !matched.unknown.has(id) && live.has(rn.parentId);
-      if (!back) continue;
-      const target = join(ctx.dir, live.disk(rn.parentId)!, rn.name);
-      if (await exists(target)) continue;
-      await fs.mkdir(target);
-      live.set(id, rn.parentId, rn.name, 'folder');
-      j.putBase(toBase(rn, await statOf(target)));
-      r.line(`created ${joinPath(live.path(rn.parentId)!, rn.name)}/`);
-      actions++;
-      continue;
-    }
-    if (matched.unknown.has(id) || !live.has(rn.parentId)) continue;
-    const parentPath = live.path(rn.parentId)!;
-    const targetPath = joinPath(parentPath, rn.name);
-    if (ctx.ignored(targetPath, rn.type === 'folder')) continue;
-    const target = join(ctx.dir, live.disk(rn.parentId)!, rn.name);
-    const here = live.get(id);
-
-    if (b && here) {
-      // Place: the server's move wins over a local one.
-      if (here.parentId !== rn.parentId || here.name !== rn.name) {
-        if (await caseClash(rn)) continue;
-        const occupant = live.childNamed(rn.parentId, rn.name);
-        if (occupant !== undefined && occupant !== id) {
-          // Something new here, or moved here, holds the name the server gave first: it yields.
-          if (await yieldsName(occupant)) {
-            if ((await keepAsCopy(occupant)) === undefined) continue;
-          } else if (movedThere(occupant)) await parkNode(occupant);
-          else continue;
-          actions++;
-        }
-        const from = placeOf(id);
-        const moved = (parkedFrom.has(id) ? (base.get(id)?.parentId ?? '') : here.parentId) !== rn.parentId;
-        await fs.rename(full(id), target);
-        live.set(id, rn.parentId, rn.name, rn.type);
-        parkedFrom.delete(id);
-        r.line(`${moved ? 'moved' : 'renamed'} ${from} -> ${targetPath}`);
+    try {
+      const b = base.get(id);
+      if (b && !remoteChanged(rn, b)) {
+        if (b.rev !== rn.rev) j.putBase({ ...b, rev: rn.rev, size: b.size });
+        // A folder deleted here while the server put something new in it comes back to hold that.
+        const back = rn.type === 'folder' && !live.has(id) && unseen.has(id) && !matched.unknown.has(id) && live.has(rn.parentId);
+        if (!back) continue;
+        const target = join(ctx.dir, live.disk(rn.parentId)!, rn.name);
+        if (await exists(target)) continue;
+        await fs.mkdir(target);
+        live.set(id, rn.parentId, rn.name, 'folder');
+        j.putBase(toBase(rn, await statOf(target)));
+        r.line(`created ${joinPath(live.path(rn.parentId)!, rn.name)}/`);
         actions++;
-      }
-      let stat = await statOf(full(id));
-      if (rn.type === 'file' && rn.sha256 !== b.sha256) {
-        const entry = entryOf(id);
-        const mine = await localSha(ctx, entry, b);
-        if (mine !== b.sha256 && mine !== rn.sha256) {
-          if ((await keepAsCopy(id)) === undefined) continue;
-          live.set(id, rn.parentId, rn.name, 'file');
-          if (rn.sha256) await download(rn, target, undefined);
-          actions++;
-          continue;
-        }
-        if (mine === b.sha256 && rn.sha256) {
-          if (await download(rn, target, entry)) actions++;
-          continue;
-        }
-        if (!rn.sha256) continue;
-        stat = await statOf(full(id));
-      }
-      const contentSame = rn.type === 'folder' || (stat !== undefined && (await localSha(ctx, { ...entryOf(id), ...stat }, b)) === rn.sha256);
-      j.putBase(contentSame ? toBase(rn, stat) : { ...toBase(rn, undefined), sha256: b.sha256, size: b.size });
-      continue;
-    }
-
-    if (b && !here) {
-      if (rn.type === 'file' && rn.sha256 === b.sha256) {
-        // Deleted here, only moved there: the deletion is pushed with the server's latest rev.
-        j.putBase({ ...b, parentId: rn.parentId, name: rn.name, rev: rn.rev });
         continue;
       }
-      j.dropBase(id);
-    }
+      if (matched.unknown.has(id) || !live.has(rn.parentId)) continue;
+      const parentPath = live.path(rn.parentId)!;
+      const targetPath = joinPath(parentPath, rn.name);
+      if (ctx.ignored(targetPath, rn.type === 'folder')) continue;
+      const target = join(ctx.dir, live.disk(rn.parentId)!, rn.name);
+      const here = live.get(id);
 
-    // New on the server (or to be brought back: an edit there wins over a deletion here).
-    if (await caseClash(rn)) continue;
-    const sameName = live.childNamed(rn.parentId, rn.name);
-    if (sameName !== undefined) {
-      let mine = matched.local.get(sameName);
-      const goneThere = mine && !mine.isNew && !remote.has(sameName) && base.has(sameName);
-      if (goneThere && mine!.entry.type === 'file') {
-        // Deleted on the server, and its name now holds something else: settled here, before the name is used.
-        const b0 = base.get(sameName)!;
-        const entry = { ...mine!.entry, disk: live.disk(sameName) ?? mine!.entry.disk };
-        j.dropBase(sameName);
-        if ((await localSha(ctx, entry, b0)) === b0.sha256) {
-          const gonePath = live.path(sameName)!;
-          await fs.rm(full(sameName), { force: true });
-          live.remove(sameName);
-          r.line(`deleted ${gonePath}`);
+      if (b && here) {
+        // Place: the server's move wins over a local one.
+        if (here.parentId !== rn.parentId || here.name !== rn.name) {
+          if (await caseClash(rn)) continue;
+          const occupant = live.childNamed(rn.parentId, rn.name);
+          if (occupant !== undefined && occupant !== id) {
+            // Something new here, or moved here, holds the name the server gave first: it yields.
+            if (await yieldsName(occupant)) {
+              if ((await keepAsCopy(occupant)) === undefined) continue;
+            } else if (movedThere(occupant)) await parkNode(occupant);
+            else continue;
+            actions++;
+          }
+          const from = placeOf(id);
+          const moved = (parkedFrom.has(id) ? (base.get(id)?.parentId ?? '') : here.parentId) !== rn.parentId;
+          await fs.rename(full(id), target);
+          live.set(id, rn.parentId, rn.name, rn.type);
+          parkedFrom.delete(id);
+          r.line(`${moved ? 'moved' : 'renamed'} ${from} -> ${targetPath}`);
           actions++;
-        } else mine = { ...mine!, isNew: true };
+        }
+        let stat = await statOf(full(id));
+        if (rn.type === 'file' && rn.sha256 !== b.sha256) {
+          const entry = entryOf(id);
+          const mine = await localSha(ctx, entry, b);
+          if (mine !== b.sha256 && mine !== rn.sha256) {
+            if ((await keepAsCopy(id)) === undefined) continue;
+            live.set(id, rn.parentId, rn.name, 'file');
+            if (rn.sha256) await download(rn, target, undefined);
+            actions++;
+            continue;
+          }
+          if (mine === b.sha256 && rn.sha256) {
+            if (await download(rn, target, entry)) actions++;
+            continue;
+          }
+          if (!rn.sha256) continue;
+          stat = await statOf(full(id));
+        }
+        const contentSame = rn.type === 'folder' || (stat !== undefined && (await localSha(ctx, { ...entryOf(id), ...stat }, b)) === rn.sha256);
+        j.putBase(contentSame ? toBase(rn, stat) : { ...toBase(rn, undefined), sha256: b.sha256, size: b.size });
+        continue;
       }
-      if (!live.has(sameName)) {
-        /* the name is free now */
-      } else if (mine && !mine.isNew && !(await yieldsName(sameName)) && movedThere(sameName)) {
-        await parkNode(sameName);
-        actions++;
-      } else if (mine && !mine.isNew && (await yieldsName(sameName))) {
-        // A local rename onto a name the server gave to something else first: the local one yields.
-        if ((await keepAsCopy(sameName)) === undefined) continue;
-        actions++;
-      } else if (!mine?.isNew) continue;
-      else {
-        const entry = { ...mine.entry, disk: live.disk(sameName) ?? mine.entry.disk };
-        const same =
-          mine.entry.type === rn.type &&
-          (rn.type === 'folder' || (rn.sha256 === '' ? entry.size === 0 : (await localSha(ctx, entry, undefined)) === rn.sha256));
-        if (same) {
-          // Created on both sides alike: linked, nothing copied.
-          live.rekey(sameName, id);
-          j.putBase(toBase(rn, await statOf(target)));
-          actions++;
+
+      if (b && !here) {
+        if (rn.type === 'file' && rn.sha256 === b.sha256) {
+          // Deleted here, only moved there: the deletion is pushed with the server's latest rev.
+          j.putBase({ ...b, parentId: rn.parentId, name: rn.name, rev: rn.rev });
           continue;
         }
-        if ((await keepAsCopy(sameName)) === undefined) continue;
+        j.dropBase(id);
+      }
+
+      // New on the server (or to be brought back: an edit there wins over a deletion here).
+      if (await caseClash(rn)) continue;
+      const sameName = live.childNamed(rn.parentId, rn.name);
+      if (sameName !== undefined) {
+        let mine = matched.local.get(sameName);
+        const goneThere = mine && !mine.isNew && !remote.has(sameName) && base.has(sameName);
+        if (goneThere && mine!.entry.type === 'file') {
+          // Deleted on the server, and its name now holds something else: settled here, before the name is used.
+          const b0 = base.get(sameName)!;
+          const entry = { ...mine!.entry, disk: live.disk(sameName) ?? mine!.entry.disk };
+          j.dropBase(sameName);
+          if ((await localSha(ctx, entry, b0)) === b0.sha256) {
+            const gonePath = live.path(sameName)!;
+            await fs.rm(full(sameName), { force: true });
+            live.remove(sameName);
+            r.line(`deleted ${gonePath}`);
+            actions++;
+          } else mine = { ...mine!, isNew: true };
+        }
+        if (!live.has(sameName)) {
+          /* the name is free now */
+        } else if (mine && !mine.isNew && !(await yieldsName(sameName)) && movedThere(sameName)) {
+          await parkNode(sameName);
+          actions++;
+        } else if (mine && !mine.isNew && (await yieldsName(sameName))) {
+          // A local rename onto a name the server gave to something else first: the local one yields.
+          if ((await keepAsCopy(sameName)) === undefined) continue;
+          actions++;
+        } else if (!mine?.isNew) continue;
+        else {
+          const entry = { ...mine.entry, disk: live.disk(sameName) ?? mine.entry.disk };
+          const same =
+            mine.entry.type === rn.type &&
+            (rn.type === 'folder' || (rn.sha256 === '' ? entry.size === 0 : (await localSha(ctx, entry, undefined)) === rn.sha256));
+          if (same) {
+            // Created on both sides alike: linked, nothing copied.
+            live.rekey(sameName, id);
+            j.putBase(toBase(rn, await statOf(target)));
+            actions++;
+            continue;
+          }
+          if ((await keepAsCopy(sameName)) === undefined) continue;
+          actions++;
+        }
+      } else if (await exists(target)) continue;
+      if (rn.type === 'folder') {
+        await fs.mkdir(target);
+        live.set(id, rn.parentId, rn.name, 'folder');
+        j.putBase(toBase(rn, await statOf(target)));
+        r.line(`created ${targetPath}/`);
+        actions++;
+      } else if (rn.sha256) {
+        // The name is taken now; the bytes come below, several files at a time.
+        live.set(id, rn.parentId, rn.name, 'file');
+        fresh.push({ node: rn, target });
+      } else {
+        // Created by a sync op without content (API.md "Files without content"): an empty file here.
+        await fs.writeFile(target, '', { flag: 'wx' });
+        live.set(id, rn.parentId, rn.name, 'file');
+        j.putBase(toBase({ ...rn, size: 0 }, await statOf(target)));
+        r.line(`created ${targetPath}`);
         actions++;
       }
-    } else if (await exists(target)) continue;
-    if (rn.type === 'folder') {
-      await fs.mkdir(target);
-      live.set(id, rn.parentId, rn.name, 'folder');
-      j.putBase(toBase(rn, await statOf(target)));
-      r.line(`created ${targetPath}/`);
-      actions++;
-    } else if (rn.sha256) {
-      // The name is taken now; the bytes come below, several files at a time.
-      live.set(id, rn.parentId, rn.name, 'file');
-      fresh.push({ node: rn, target });
-    } else {
-      // Created by a sync op without content (API.md "Files without content"): an empty file here.
-      await fs.writeFile(target, '', { flag: 'wx', mode: 0o644 });
-      live.set(id, rn.parentId, rn.name, 'file');
-      j.putBase(toBase({ ...rn, size: 0 }, await statOf(target)));
-      r.line(`created ${targetPath}`);
-      actions++;
+    } catch (err) {
+      // One entry that cannot be applied is reported and skipped; the rest of the pass goes on.
+      if (!skipFailed(ctx, pathIn(remote, id) ?? rn.name, err)) throw err;
     }
   }
   const fetchNext = async (): Promise<void> => {
     for (let next = fresh.shift(); next && !ctx.signal.aborted; next = fresh.shift()) {
-      if (await download(next.node, next.target, undefined)) actions++;
+      const ok = await download(next.node, next.target, undefined).catch((err: unknown) => {
+        if (!skipFailed(ctx, pathIn(remote, next!.node.id) ?? next!.node.name, err)) throw err;
+        return false;
+      });
+      if (ok) actions++;
       else live.remove(next.node.id);
     }
   };

@@ -1,6 +1,8 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
+import { ApiError } from '../sdk/errors';
 import type { Journal, BaseNode, RemoteNode } from './journal';
+import { UnsafeIdError } from './local.names';
 import type { Reporter } from './output';
 import type { Session } from './session';
 import type { Transfers } from './transfers';
@@ -19,6 +21,12 @@ export interface SyncContext {
   signal: AbortSignal;
   /** Set when a content was refused for the quota during the run: `--once` then exits 1. */
   quotaExceeded: boolean;
+  /** Set when something was left unsent or unapplied for a reason a later run may not settle by itself (too large, refused): `--once` then exits 1. */
+  unsent: boolean;
+  /** The server's nodes this disk cannot hold (see `screenRemote`), for the current pass. */
+  unplaceable: Set<string>;
+  /** What was already reported as skipped in this run: said once, not once a pass. */
+  reported: Set<string>;
   /** Changes refused for a state the next pull settles (a stale baseRev, a name taken): another pass is due. */
   pending: number;
   /** DIR is on a case-insensitive file system: two server names differing only in case cannot both live there. */
@@ -34,6 +42,41 @@ export async function foldsCase(dir: string): Promise<boolean> {
   } finally {
     await fs.rm(probe, { force: true });
   }
+}
+
+/** Errors of one name the file system refuses (too long, invalid): the entry cannot live here at all. */
+const NAME_ERRORS = new Set(['ENAMETOOLONG', 'EILSEQ', 'EINVAL', 'ERR_INVALID_ARG_VALUE']);
+
+/**
+ * One entry that failed on its own (a file-system error, a request refused for that resource) is
+ * reported as `skipped: <path>: <why>` and the pass goes on with the rest; answers false for errors
+ * that end the pass (aborted, signed out, the service failing or out of reach). A name the disk
+ * cannot hold leaves `--once` at exit 0 (CLIENT.md guarantee 6 in docs/CLIENT.md); anything else left
+ * unapplied makes it exit 1. A resource gone or changed since the pull is settled by the next pass.
+ */
+export function skipFailed(ctx: SyncContext, path: string, err: unknown): boolean {
+  if (ctx.signal.aborted) return false;
+  if (err instanceof ApiError) {
+    if (err.status === 404 || err.status === 409 || err.status === 412) {
+      ctx.pending++;
+      return true;
+    }
+    if (err.status === 401 || err.status === 429 || err.status >= 500) return false;
+    ctx.unsent = true;
+  } else if (!(err instanceof UnsafeIdError)) {
+    const code = (err as NodeJS.ErrnoException | undefined)?.code;
+    if (typeof code !== 'string') return false;
+    if (!NAME_ERRORS.has(code)) {
+      if (!/^E[A-Z0-9]+$/.test(code)) return false;
+      ctx.unsent = true;
+    }
+  }
+  const line = `skipped: ${path}: ${(err as Error).message}`;
+  if (!ctx.reported.has(line)) {
+    ctx.reported.add(line);
+    ctx.reporter.line(line);
+  }
+  return true;
 }
 
 /** The deletion guard stopped the pass before it deleted anything (exit 1). */

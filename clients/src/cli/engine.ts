@@ -3,9 +3,11 @@ import { join } from 'node:path';
 import type { Change } from '../../../shared/protocol';
 import { applyRemote } from './apply.remote';
 import type { SyncContext } from './context';
-import { STATE_DIR, type BaseNode } from './journal';
+import { STATE_DIR, type BaseNode, type RemoteNode } from './journal';
 import { matchLocal, relinkMoved, type Matched } from './match';
 import { unparkAll } from './parking';
+import { isSafeId, localNameProblem } from './local.names';
+import { pathIn } from './match';
 import { flushOutbox, pushLocal } from './push.local';
 import { baseName, conflictedName, loadIgnore, parentOf, scanLocal, type LocalScan } from './scan';
 
@@ -69,6 +71,7 @@ export async function runPass(ctx: SyncContext): Promise<number> {
   // Nodes a killed run parked in the middle of a swap go back before the scan looks for them.
   await unparkAll(ctx.dir, j.base(), ctx.session.deviceName);
   const remote = j.remote();
+  ctx.unplaceable = screenRemote(ctx, remote);
   let scan = await scanLocal(ctx.dir, ctx.ignored);
   let actions = 0;
   if (await separateClashes(ctx, scan)) {
@@ -80,6 +83,31 @@ export async function runPass(ctx: SyncContext): Promise<number> {
   const base = j.base();
   actions += pulled + (await pushLocal(ctx, remote, base, await match(ctx, base, scan)));
   return actions + ctx.pending;
+}
+
+/**
+ * The server's nodes this disk cannot hold (a name too long in bytes, reserved or invalid here, or a
+ * name the client keeps for itself) or whose id is not one: reported once a run as
+ * `skipped: <path>: <why>`, and left alone on both sides. What is under them is left with them.
+ */
+export function screenRemote(ctx: SyncContext, remote: Map<string, RemoteNode>): Set<string> {
+  const out = new Set<string>();
+  const rules = { platform: process.platform, caseInsensitive: ctx.caseInsensitive };
+  for (const rn of remote.values()) {
+    const problem = localNameProblem(rn.name, rn.parentId === '', rules);
+    const why = !isSafeId(rn.id) || (rn.parentId !== '' && !isSafeId(rn.parentId))
+      ? 'its id is not 32 hex characters'
+      : problem && `the name ${problem}`;
+    if (!why) continue;
+    out.add(rn.id);
+    const path = pathIn(remote, rn.id) ?? rn.name;
+    if (ctx.reported.has(`${rn.id} ${rn.name}`)) continue;
+    ctx.reported.add(`${rn.id} ${rn.name}`);
+    // eslint-disable-next-line no-control-regex
+    const shown = path.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    ctx.reporter.line(`skipped: ${shown}: ${why}`);
+  }
+  return out;
 }
 
 /** Passes one `--once` run makes before it gives up on a folder that keeps changing under it. */

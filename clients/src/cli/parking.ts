@@ -2,6 +2,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { statOf } from './context';
 import { STATE_DIR, type BaseNode } from './journal';
+import { assertSafeId, isSafeId } from './local.names';
 import { pathIn } from './match';
 import { conflictedName, parentOf } from './scan';
 
@@ -13,6 +14,7 @@ import { conflictedName, parentOf } from './scan';
 export const PARKING = `${STATE_DIR}/parked`;
 
 export async function park(dir: string, fromDisk: string, id: string): Promise<void> {
+  assertSafeId(id);
   await fs.mkdir(join(dir, PARKING), { recursive: true, mode: 0o700 });
   await fs.rename(join(dir, fromDisk), join(dir, PARKING, id));
 }
@@ -25,6 +27,8 @@ export async function unparkAll(dir: string, base: Map<string, BaseNode>, device
   const names = await fs.readdir(join(dir, PARKING)).catch(() => [] as string[]);
   const restored: string[] = [];
   for (const id of names) {
+    // Only what `park` put there: a node named by an id.
+    if (!isSafeId(id)) continue;
     const wanted = places.get(id) ?? pathIn(base, id) ?? id;
     let to = wanted;
     if ((await statOf(join(dir, parentOf(to)))) === undefined) to = wanted.slice(wanted.lastIndexOf('/') + 1);

@@ -25,6 +25,8 @@ export async function sendOps(ctx: SyncContext, ops: SyncOp[], label: (op: SyncO
       // A stale baseRev or a taken name is settled by the next pull; anything else is reported.
       if (failed && code !== 'PRECONDITION_FAILED' && code !== 'NAME_CONFLICT' && code !== 'NOT_FOUND') {
         ctx.reporter.error(`skipped ${label(failed)}: ${res.failed.error.message}`);
+        // A name the service refuses is skipped for good (exit 0); anything else is left unsent (exit 1).
+        if (code !== 'INVALID_REQUEST') ctx.unsent = true;
       } else ctx.pending++;
       return done;
     }
@@ -150,7 +152,11 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
       if (err.code === 'QUOTA_EXCEEDED' || err.status === 507) {
         say(`quota exceeded: ${label}`);
         ctx.quotaExceeded = true;
-      } else if (err.code === 'INVALID_REQUEST' || err.code === 'FILE_TOO_LARGE') ctx.reporter.error(`skipped ${label}: ${err.message}`);
+      } else if (err.code === 'INVALID_REQUEST' || err.code === 'FILE_TOO_LARGE' || err.status === 413) {
+        ctx.reporter.error(`skipped ${label}: ${err.message}`);
+        // Over the service's upload limit: left unsent, so `--once` is not in sync (exit 1).
+        if (err.code !== 'INVALID_REQUEST') ctx.unsent = true;
+      }
       else if (['NAME_CONFLICT', 'PRECONDITION_FAILED', 'NOT_FOUND', 'RATE_LIMITED'].includes(err.code)) ctx.pending++;
       else throw err;
     }

@@ -9,6 +9,7 @@ import { STATE_DIR, type Journal, type PendingUpload } from './journal';
 import type { Reporter } from './output';
 import type { Session } from './session';
 import { newId } from './match';
+import { assertSafeId } from './local.names';
 
 /** Uploads above this size go by tus and resume after a crash. */
 export const RESUMABLE_THRESHOLD = 8 * 1024 * 1024;
@@ -23,15 +24,16 @@ export class Transfers {
   ) {}
 
   /**
-   * Downloads a file's content into `.filesync/tmp/` and answers the temporary path and the digest
-   * of what arrived, which the caller compares before renaming it into place.
+   * Downloads a file's content into `.filesync/tmp/` and answers the temporary path, the digest of
+   * what arrived and the one it must have, which the caller compares before renaming it into place:
+   * the gateway's `Repr-Digest` (or its ETag, the content's SHA-256), else the SHA-256 the change feed
+   * announced (a content served from the store on another origin carries the store's ETag, not it).
    */
-  async download(id: string, label: string, size: number): Promise<{ tmp: string; sha256: string; expected: string | undefined }> {
+  async download(id: string, label: string, size: number, announced: string): Promise<{ tmp: string; sha256: string; expected: string }> {
+    assertSafeId(id);
     const tmp = join(this.dir, STATE_DIR, 'tmp', `${id}-${newId().slice(0, 8)}`);
     const res = await this.session.authed(() => this.session.client.download(id, { signal: this.signal }));
-    const digest = res.headers.get('repr-digest')?.match(/sha-256=:([^:]+):/)?.[1];
-    const etag = res.headers.get('etag')?.replace(/^W\//, '').replace(/"/g, '');
-    const expected = digest ? Buffer.from(digest, 'base64').toString('hex') : etag;
+    const expected = this.session.client.announcedDigest(res) ?? announced;
     const hash = createHash('sha256');
     const bar = this.reporter.progress(label, size);
     let done = 0;
