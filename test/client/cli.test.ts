@@ -56,6 +56,13 @@ describe('the command line', () => {
     }
   });
 
+  test('--version prints the version of the client package and exits 0', async () => {
+    const { version } = JSON.parse(await fs.readFile(path.join(__dirname, '../../clients/package.json'), 'utf8')) as { version: string };
+    const res = await runCli(['--version'], {});
+    expect(res.code).toBe(0);
+    expect(res.stdout.trim()).toBe(version);
+  });
+
   test('a wrong password exits 3, an unreachable server exits 4', async () => {
     const a = await account();
     const dir = await tempDir('cli-auth');

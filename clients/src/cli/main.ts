@@ -1,5 +1,5 @@
-import { statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { readFileSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AbortedError, ApiError, NetworkError } from '../sdk/errors';
 import { foldsCase, GuardError, type SyncContext } from './context';
@@ -15,6 +15,7 @@ const COMMON = `Options:
   --username NAME      the account, required on the first run (FILESYNC_USERNAME)
   --device-name NAME   the device name registered on the first run (FILESYNC_DEVICE_NAME; default the host name)
   --help               this text
+  --version            the client's version
 The password comes from FILESYNC_PASSWORD, or is asked for on a terminal; it is never written to disk.`;
 
 const HELP: Record<string, string> = {
@@ -24,6 +25,7 @@ Commands:
   sync DIR [--once] [--force]   two-way sync of DIR with your whole tree on the service
   status DIR                    what is pending, the last sync, conflicted copies, usage
 
+Options: --help (also after a command), --version.
 Run "filesync <command> --help" for a command's options.
 Exit codes: 0 in sync or stopped by a signal, 1 sync error or deletion guard, 2 usage error,
 3 signing in failed, 4 server unreachable.`,
@@ -48,7 +50,21 @@ const OPTIONS = {
   once: { type: 'boolean' },
   force: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean' },
 } as const;
+
+/** The version of clients/package.json, found upwards from this module (built or not). */
+function version(): string {
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'filesync-client' && pkg.version) return pkg.version;
+    } catch {
+      /* not here */
+    }
+    if (dirname(dir) === dir) return 'unknown';
+  }
+}
 
 function usage(message: string): never {
   throw new ExitError(2, message);
@@ -63,6 +79,10 @@ async function run(argv: string[], signal: AbortSignal, reporter: Reporter): Pro
   }
   const { values, positionals } = parsed;
   const [command, dirArg, ...rest] = positionals;
+  if (values.version) {
+    process.stdout.write(`${version()}\n`);
+    return 0;
+  }
   if (values.help) {
     process.stdout.write(`${HELP[command && HELP[command] ? command : '']}\n`);
     return 0;
@@ -100,6 +120,9 @@ async function run(argv: string[], signal: AbortSignal, reporter: Reporter): Pro
       force: values.force ?? false,
       signal,
       quotaExceeded: false,
+      unsent: false,
+      unplaceable: new Set(),
+      reported: new Set(),
       pending: 0,
       caseInsensitive: await foldsCase(dir),
     };
@@ -110,7 +133,7 @@ async function run(argv: string[], signal: AbortSignal, reporter: Reporter): Pro
       }
     } else await (await import('./watch')).syncForever(ctx);
     if (signal.aborted) return 0;
-    return ctx.quotaExceeded ? 1 : 0;
+    return ctx.quotaExceeded || ctx.unsent ? 1 : 0;
   } finally {
     journal.close();
   }

@@ -71,7 +71,7 @@ export async function status(dir: string, settings: Settings, out: (line: string
         usageNote = err instanceof ApiError ? (err.status === 404 ? 'not available from this server' : err.message) : 'server unreachable';
       }
     } else usageNote = 'not signed in yet';
-    out(`account: ${journal.get('username') ?? '?'} on ${settings.server} (device ${journal.get('device_name') ?? '?'})`);
+    out(`account: ${journal.get('username') ?? '?'} on ${session.client.server} (device ${journal.get('device_name') ?? '?'})`);
     out(`last sync: ${journal.get('last_sync') ?? 'never'}`);
     out(`pending: ${localOps} ops, ${uploads} uploads, ${downloads} downloads${unseen ? `, ${unseen} server changes not pulled yet` : ''}`);
     const conflicts = journal.conflicts();
