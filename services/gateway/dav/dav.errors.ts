@@ -28,8 +28,14 @@ export const STATUS_TEXT: Record<number, string> = {
 export const statusLine = (status: number): string => `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? ''}`.trimEnd();
 
 /**
+ * The condition of a 507 that a limit of the service (not the quota) refuses: the limits on locks
+ * and dead properties (docs/WEBDAV.md). RFC 4918 names no element for them, so it is ours.
+ */
+export const LIMIT_CONDITION = 'fs:limit-exceeded';
+
+/**
  * A WebDAV answer other than success. `condition` names the RFC 4918 precondition or postcondition
- * element (in DAV:) the body carries; `hrefs` go inside it (the lock roots of lock-token-submitted).
+ * element (in DAV:, or prefixed when it is ours) the body carries; `hrefs` go inside it (the lock roots of lock-token-submitted).
  */
 export class DavError extends Error {
   constructor(

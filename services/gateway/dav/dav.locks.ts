@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import IORedis from 'ioredis';
 import type { Logger } from '../../../shared/logger';
 import { redisOptions } from '../../../shared/redis/redis.connection';
-import { DavError } from './dav.errors';
+import { DavError, LIMIT_CONDITION } from './dav.errors';
 import { isWithin } from './dav.paths';
+import { GRANT, LOOKUP, REFRESH, REMOVE } from './lock.scripts';
 import type { XmlElement } from './dav.xml';
 
 export type LockScope = 'exclusive' | 'shared';
@@ -35,37 +36,28 @@ const newLockToken = (): string => `opaquelocktoken:${randomBytes(15).toString('
 export const MAX_LOCK_SECONDS = 7 * 24 * 3600;
 export const DEFAULT_LOCK_SECONDS = 3600;
 
-/**
- * Grants the lock unless an active one conflicts (RFC 4918 6.1: an exclusive lock conflicts with
- * any other on an overlapping path, shared locks with exclusive ones only), in one script so two
- * gateways cannot both grant. Drops expired locks on the way. Returns the conflicting lock, or nil.
- */
-const GRANT = `
-local all = redis.call('HGETALL', KEYS[1])
-local now = tonumber(ARGV[1])
-local path, depth, scope = ARGV[3], ARGV[4], ARGV[5]
-for i = 1, #all, 2 do
-  local l = cjson.decode(all[i + 1])
-  if l.expiresAt <= now then
-    redis.call('HDEL', KEYS[1], all[i])
-  elseif l.scope == 'exclusive' or scope == 'exclusive' then
-    local p = l.path
-    if p == path
-      or (l.depth == 'infinity' and string.sub(path, 1, #p + 1) == p .. '/')
-      or (depth == 'infinity' and string.sub(p, 1, #path + 1) == path .. '/') then
-      return all[i + 1]
-    end
-  end
-end
-redis.call('HSET', KEYS[1], ARGV[2], ARGV[6])
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[7]) then redis.call('PEXPIRE', KEYS[1], ARGV[7]) end
-return false
-`;
+/** Most active locks rooted at one resource. */
+export const MAX_LOCKS_PER_RESOURCE = 100;
+/** Most active locks of one user. */
+export const MAX_LOCKS_PER_USER = 10_000;
+
+/** Which locks a lookup asks for; each path is a path key (dav.paths.ts). */
+export interface LockQuery {
+  /** The locks covering each of these paths: rooted there, or above with depth infinity. */
+  covering?: string[];
+  /** The locks rooted at each of these paths. */
+  rootedAt?: string[];
+  /** The locks strictly below each of these paths. */
+  below?: string[];
+}
+
+type Script = (...args: unknown[]) => Promise<unknown>;
 
 /**
- * Locks live in Redis, one hash per user (`<prefix>:dav:locks:<userId>`, token -> lock), so every
- * gateway sees the same locks; the hash expires after its longest lock. A request that writes reads
- * the user's locks once (HGETALL).
+ * Locks live in Redis (lock.scripts.ts): per user a hash of the locks by token, an index of their
+ * expiries and, per scope, an index of their paths, so every gateway sees the same locks and a
+ * request reads only the locks of the paths it touches. The keys share the user's hash tag, and
+ * expire after the longest lock.
  */
 export class DavLockStore {
   private readonly redis: IORedis;
@@ -77,61 +69,77 @@ export class DavLockStore {
   ) {
     this.redis = new IORedis({ ...redisOptions(redisUrl, 'producer'), connectionName: `${prefix}-dav-locks` });
     this.redis.on('error', (err) => logger.debug({ err: err.message }, 'redis dav lock connection error'));
-    this.redis.defineCommand('davGrantLock', { numberOfKeys: 1, lua: GRANT });
+    this.redis.defineCommand('davLockLookup', { numberOfKeys: 4, lua: LOOKUP });
+    this.redis.defineCommand('davLockGrant', { numberOfKeys: 4, lua: GRANT });
+    this.redis.defineCommand('davLockRefresh', { numberOfKeys: 4, lua: REFRESH });
+    this.redis.defineCommand('davLockRemove', { numberOfKeys: 4, lua: REMOVE });
   }
 
-  private key(userId: string): string {
-    return `${this.prefix}:dav:locks:${userId}`;
+  private keys(userId: string): string[] {
+    const base = `${this.prefix}:dav:{${userId}}`;
+    return [`${base}:locks`, `${base}:expiries`, `${base}:exclusive`, `${base}:shared`];
   }
 
-  /** The user's active locks. */
-  async list(userId: string): Promise<DavLock[]> {
-    const all = await this.call(() => this.redis.hgetall(this.key(userId)));
-    const now = Date.now();
-    return Object.values(all)
-      .map((v) => JSON.parse(v) as DavLock)
-      .filter((l) => l.expiresAt > now);
+  private script(name: string): Script {
+    return (this.redis as unknown as Record<string, Script>)[name]!.bind(this.redis);
   }
 
-  /** Grants a new lock, or throws 423 with no-conflicting-lock naming the lock in the way. */
+  /** The user's active locks that the query names. */
+  async lookup(userId: string, query: LockQuery): Promise<DavLock[]> {
+    const args: string[] = [];
+    for (const p of query.covering ?? []) args.push('c', p);
+    for (const p of query.rootedAt ?? []) args.push('r', p);
+    for (const p of query.below ?? []) args.push('w', p);
+    if (args.length === 0) return [];
+    const found = (await this.call(() => this.script('davLockLookup')(...this.keys(userId), Date.now(), ...args))) as string[];
+    return found.map((v) => JSON.parse(v) as DavLock);
+  }
+
+  /**
+   * Grants a new lock; 423 with no-conflicting-lock naming the lock in the way, 507 when the
+   * resource or the user already holds as many locks as allowed.
+   */
   async grant(userId: string, lock: Omit<DavLock, 'token' | 'expiresAt'>): Promise<DavLock> {
-    const granted: DavLock = { ...lock, token: newLockToken(), expiresAt: Date.now() + lock.timeoutSeconds * 1000 };
-    const conflict = (await this.call(() =>
-      (this.redis as unknown as { davGrantLock: (...args: unknown[]) => Promise<string | null> }).davGrantLock(
-        this.key(userId),
-        Date.now(),
+    const now = Date.now();
+    const granted: DavLock = { ...lock, token: newLockToken(), expiresAt: now + lock.timeoutSeconds * 1000 };
+    const [outcome, conflict] = (await this.call(() =>
+      this.script('davLockGrant')(
+        ...this.keys(userId),
+        now,
         granted.token,
         lock.path,
         lock.depth,
         lock.scope,
         JSON.stringify(granted),
+        granted.expiresAt,
+        MAX_LOCKS_PER_RESOURCE,
+        MAX_LOCKS_PER_USER,
         MAX_LOCK_SECONDS * 1000,
       ),
-    )) as string | null;
-    if (conflict) throw new DavError(423, 'the resource is locked', 'no-conflicting-lock', [(JSON.parse(conflict) as DavLock).href]);
+    )) as [string, string?];
+    if (outcome === 'conflict') throw new DavError(423, 'the resource is locked', 'no-conflicting-lock', [(JSON.parse(conflict!) as DavLock).href]);
+    if (outcome === 'resource-limit') throw new DavError(507, `a resource holds at most ${MAX_LOCKS_PER_RESOURCE} locks`, LIMIT_CONDITION);
+    if (outcome === 'user-limit') throw new DavError(507, `a user holds at most ${MAX_LOCKS_PER_USER} locks`, LIMIT_CONDITION);
     return granted;
   }
 
-  /** Restarts a lock's timeout; undefined when the token names no active lock of the user. */
-  async refresh(userId: string, token: string, timeoutSeconds: number): Promise<DavLock | undefined> {
-    const raw = await this.call(() => this.redis.hget(this.key(userId), token));
-    if (!raw) return undefined;
-    const lock = JSON.parse(raw) as DavLock;
-    if (lock.expiresAt <= Date.now()) return undefined;
-    const refreshed = { ...lock, timeoutSeconds, expiresAt: Date.now() + timeoutSeconds * 1000 };
-    await this.call(() => this.redis.hset(this.key(userId), token, JSON.stringify(refreshed)));
-    await this.call(() => this.redis.pexpire(this.key(userId), MAX_LOCK_SECONDS * 1000));
-    return refreshed;
+  /** Restarts a lock's timeout; undefined when it is no longer active. */
+  async refresh(userId: string, lock: DavLock, timeoutSeconds: number): Promise<DavLock | undefined> {
+    const now = Date.now();
+    const refreshed = { ...lock, timeoutSeconds, expiresAt: now + timeoutSeconds * 1000 };
+    const done = await this.call(() =>
+      this.script('davLockRefresh')(...this.keys(userId), now, lock.token, JSON.stringify(refreshed), refreshed.expiresAt, MAX_LOCK_SECONDS * 1000),
+    );
+    return done === 1 ? refreshed : undefined;
   }
 
   async remove(userId: string, token: string): Promise<boolean> {
-    return (await this.call(() => this.redis.hdel(this.key(userId), token))) > 0;
+    return ((await this.call(() => this.script('davLockRemove')(...this.keys(userId), Date.now(), 't', token))) as number) > 0;
   }
 
   /** Removes the locks rooted at `path` or below it (the resource was deleted or moved away). */
   async removeWithin(userId: string, path: string): Promise<void> {
-    const tokens = (await this.list(userId)).filter((l) => isWithin(l.path, path)).map((l) => l.token);
-    if (tokens.length > 0) await this.call(() => this.redis.hdel(this.key(userId), ...tokens));
+    await this.call(() => this.script('davLockRemove')(...this.keys(userId), Date.now(), 'w', path));
   }
 
   close(): void {

@@ -3,7 +3,8 @@ import { statusLine } from './dav.errors';
 import { locksCovering, type DavLock } from './dav.locks';
 import { hrefOf } from './dav.paths';
 import { isCollection, type DavNode } from './dav.tree';
-import { childrenOf, dav, DAV_NS, fromElement, FS_NS, named, preserialized, text, type XmlElement, type XNode } from './dav.xml';
+import { dav, DAV_NS, FS_NS, named, preserialized, raw, text, type XmlElement, type XNode } from './dav.xml';
+import { writeContent, writeElement } from './xml.writer';
 
 export interface PropName {
   ns: string;
@@ -41,7 +42,7 @@ export function activeLock(lock: DavLock): XNode {
     dav('locktype', [dav('write')]),
     dav('lockscope', [dav(lock.scope)]),
     dav('depth', lock.depth === '0' ? '0' : 'infinity'),
-    ...(lock.owner ? [dav('owner', childrenOf(lock.owner))] : []),
+    ...(lock.owner ? [dav('owner', [raw(writeContent(lock.owner))])] : []),
     dav('timeout', `Second-${Math.max(0, Math.round((lock.expiresAt - Date.now()) / 1000))}`),
     dav('locktoken', [dav('href', lock.token)]),
     dav('lockroot', [dav('href', lock.href)]),
@@ -94,7 +95,7 @@ function liveValue(name: PropName, node: DavNode, pathKey: string, ctx: PropCont
 const ALLPROP: PropName[] = [...LIVE_DAV.map((local) => ({ ns: DAV_NS, local })), ...LIVE_FS.map((local) => ({ ns: FS_NS, local }))];
 
 const deadKey = (ns: string, local: string) => `${ns} ${local}`;
-const deadNode = (d: DeadProperty): XNode => fromElement(JSON.parse(d.value) as XmlElement);
+const deadNode = (d: DeadProperty): XNode => raw(writeElement(JSON.parse(d.value) as XmlElement));
 
 /** One `<D:response>` of a multistatus for `node`. */
 export function propResponse(segments: string[], node: DavNode, request: PropRequest, dead: DeadProperty[], ctx: PropContext): XNode {

@@ -26,13 +26,13 @@ export interface Guarded {
   tree?: boolean;
 }
 
-/** One WebDAV request: its caller, target path, the If header and the caller's locks (read once). */
+/** One WebDAV request: its caller, target path, the If header and the locks of the paths it touches. */
 export class DavRequest {
   readonly path: DavPath;
   readonly writer: Writer;
   readonly ifLists: IfList[] | undefined;
   readonly tokens: Set<string>;
-  private lockList?: Promise<DavLock[]>;
+  private readonly covering = new Map<string, Promise<DavLock[]>>();
 
   constructor(
     readonly req: Request,
@@ -58,9 +58,14 @@ export class DavRequest {
     return this.services.tree.resolve(this.userId, path);
   }
 
-  locks(): Promise<DavLock[]> {
-    this.lockList ??= this.services.locks.list(this.userId);
-    return this.lockList;
+  /** The caller's active locks covering `path` (rooted there, or above it with depth infinity), read once per path. */
+  locksCovering(path: string): Promise<DavLock[]> {
+    let found = this.covering.get(path);
+    if (!found) {
+      found = this.services.locks.lookup(this.userId, { covering: [path] });
+      this.covering.set(path, found);
+    }
+    return found;
   }
 
   destination(): DavPath {
@@ -74,7 +79,6 @@ export class DavRequest {
    */
   async checkIf(target: Resolved): Promise<void> {
     if (!this.ifLists) return;
-    const locks = await this.locks();
     for (const list of this.ifLists) {
       let resource: Resolved | undefined = target;
       if (list.resource !== undefined) {
@@ -89,8 +93,9 @@ export class DavRequest {
       if (!resource) continue;
       const key = resource.path.key;
       const etag = resource.node ? etagOf(resource.node) : undefined;
+      const locks = list.conditions.some((c) => c.token !== undefined) ? await this.locksCovering(key) : [];
       const holds = list.conditions.every((c) => {
-        const matches = c.token !== undefined ? locksCovering(locks, key).some((l) => l.token === c.token) : etag !== undefined && sameEtag(c.etag!, etag);
+        const matches = c.token !== undefined ? locks.some((l) => l.token === c.token) : etag !== undefined && sameEtag(c.etag!, etag);
         return matches !== c.not;
       });
       if (holds) return;
@@ -104,7 +109,9 @@ export class DavRequest {
    * DELETE or MOVE of a collection, any lock inside it.
    */
   async guard(...targets: Guarded[]): Promise<void> {
-    const locks = await this.locks();
+    const covering = targets.map((t) => t.path);
+    const below = targets.filter((t) => t.tree).map((t) => t.path);
+    const locks = await this.services.locks.lookup(this.userId, { covering, below });
     if (locks.length === 0) return;
     for (const t of targets) {
       const relevant = locksCovering(locks, t.path);

@@ -49,7 +49,8 @@ function sendError(req: Request, res: Response, err: unknown, logger: Logger): v
   if (e.retryAfter !== undefined) res.setHeader('Retry-After', String(e.retryAfter));
   res.status(e.status);
   if (e.condition) {
-    const body = x('D:error', [dav(e.condition, e.hrefs.map((href) => dav('href', href)))], ROOT_NAMESPACES);
+    const hrefs = e.hrefs.map((href) => dav('href', href));
+    const body = x('D:error', [e.condition.includes(':') ? x(e.condition, hrefs) : dav(e.condition, hrefs)], ROOT_NAMESPACES);
     res.type('application/xml; charset=utf-8').send(XML_DECLARATION + serialize(body));
   } else if (req.method === 'HEAD') {
     res.end();

@@ -1,7 +1,33 @@
 import type { DavRepository, DeadProperty } from '../../../shared/db/repositories/dav.repository';
 import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
+import type { XmlElement } from './dav.xml';
+import { contentBytes } from './xml.writer';
 
 export type { DeadProperty, ResourceRecord };
+
+/** Most dead properties one resource holds. */
+export const MAX_PROPERTIES = 100;
+/** Most bytes of dead properties one resource holds: their contents as XML, added up. */
+export const MAX_PROPERTIES_BYTES = 64 * 1024;
+/** Longest namespace and local name of a dead property (their columns). */
+export const MAX_PROPERTY_NAMESPACE = 1024;
+export const MAX_PROPERTY_LOCAL_NAME = 255;
+
+/** What a stored property counts against MAX_PROPERTIES_BYTES. */
+export const propertyBytes = (p: DeadProperty): number => contentBytes(JSON.parse(p.value) as XmlElement);
+
+const keyOf = (p: { namespace: string; localName: string }): string => `${p.namespace} ${p.localName}`;
+
+/** True when these properties fit one resource's limits. */
+export function withinLimits(props: DeadProperty[]): boolean {
+  if (props.length > MAX_PROPERTIES) return false;
+  let bytes = 0;
+  for (const p of props) {
+    bytes += propertyBytes(p);
+    if (bytes > MAX_PROPERTIES_BYTES) return false;
+  }
+  return true;
+}
 
 /** The last member of the previous page of a folder's members. */
 export type MemberCursor = Pick<ResourceRecord, 'type' | 'name' | 'id'>;
@@ -34,13 +60,33 @@ export class DavService {
     return this.repo.propertiesOf(userId, resourceIds);
   }
 
-  /** Sets and removes dead properties of one resource, all or nothing (PROPPATCH). */
-  patchProperties(userId: string, resourceId: string, set: DeadProperty[], remove: Array<{ namespace: string; localName: string }>): Promise<void> {
-    return this.repo.patch(userId, resourceId, set, remove);
+  /**
+   * Sets and removes dead properties of one resource, all or nothing (PROPPATCH): 'refused', and
+   * nothing changed, when the resource would hold more than MAX_PROPERTIES or MAX_PROPERTIES_BYTES.
+   */
+  patchProperties(
+    userId: string,
+    resourceId: string,
+    set: DeadProperty[],
+    remove: Array<{ namespace: string; localName: string }>,
+  ): Promise<'ok' | 'refused' | 'missing'> {
+    const changed = new Set([...set, ...remove].map(keyOf));
+    return this.repo.patch(userId, resourceId, set, remove, (existing) => withinLimits([...existing.filter((p) => !changed.has(keyOf(p))), ...set]));
   }
 
-  /** Copies every dead property of `fromId` to `toId` (COPY keeps them with the copy). */
-  copyProperties(userId: string, fromId: string, toId: string): Promise<void> {
-    return this.repo.copyProperties(userId, fromId, toId);
+  /**
+   * Copies the dead properties of `fromId` to `toId`, a new resource (COPY keeps them with the
+   * copy): in name order, those that fit the limits, so a copy never holds more than its resource may.
+   */
+  async copyProperties(userId: string, fromId: string, toId: string): Promise<void> {
+    const kept: DeadProperty[] = [];
+    let bytes = 0;
+    for (const p of await this.repo.properties(userId, fromId)) {
+      const size = propertyBytes(p);
+      if (kept.length >= MAX_PROPERTIES || bytes + size > MAX_PROPERTIES_BYTES) continue;
+      kept.push(p);
+      bytes += size;
+    }
+    if (kept.length > 0) await this.repo.patch(userId, toId, kept, [], (existing) => withinLimits([...existing, ...kept]));
   }
 }

@@ -1,13 +1,18 @@
 import { Readable } from 'node:stream';
 import type { Request } from 'express';
-import { DavError } from './dav.errors';
-import { locksCovering, lockTimeout, type DavLock } from './dav.locks';
+import { DavError, LIMIT_CONDITION } from './dav.errors';
+import { lockTimeout, type DavLock } from './dav.locks';
 import { hrefOf, parentOf } from './dav.paths';
 import { activeLock } from './dav.props';
 import type { DavRequest } from './dav.request';
 import { folderIdOf, isCollection } from './dav.tree';
-import { child, dav, DAV_NS, elements, parseXml, readBody, ROOT_NAMESPACES, serialize, x } from './dav.xml';
+import { child, dav, DAV_NS, elements, ROOT_NAMESPACES, serialize, x } from './dav.xml';
+import { readXml } from './xml.reader';
+import { contentBytes } from './xml.writer';
 import { XML_DECLARATION } from './properties.handler';
+
+/** Largest lock owner kept (its content, as XML). */
+export const MAX_LOCK_OWNER_BYTES = 4 * 1024;
 
 function sendLock(r: DavRequest, lock: DavLock, status: number): void {
   const prop = x('D:prop', [dav('lockdiscovery', [activeLock(lock)])], ROOT_NAMESPACES);
@@ -21,16 +26,16 @@ function sendLock(r: DavRequest, lock: DavLock, status: number): void {
  * it refreshes the lock the If header names.
  */
 export async function lock(r: DavRequest): Promise<void> {
-  const body = parseXml(await readBody(r.req));
+  const body = await readXml(r.req);
   const timeout = lockTimeout(r.header('timeout'));
   const target = await r.resolve();
   const { locks, tree } = r.services;
 
   if (!body) {
     if (!target.node) throw new DavError(404, 'nothing at this path');
-    const held = locksCovering(await r.locks(), target.path.key).find((l) => r.tokens.has(l.token));
+    const held = (await r.locksCovering(target.path.key)).find((l) => r.tokens.has(l.token));
     if (!held) throw new DavError(412, 'the If header names no lock of this resource', 'lock-token-matches-request-uri');
-    const refreshed = await locks.refresh(r.userId, held.token, timeout);
+    const refreshed = await locks.refresh(r.userId, held, timeout);
     if (!refreshed) throw new DavError(412, 'the lock has expired');
     sendLock(r, refreshed, 200);
     return;
@@ -44,27 +49,33 @@ export async function lock(r: DavRequest): Promise<void> {
   if (!type || !child(type, DAV_NS, 'write')) throw new DavError(400, 'only write locks exist');
   const depth = r.depth('infinity');
   if (depth === '1') throw new DavError(400, 'a lock has Depth 0 or infinity');
+  const owner = child(body, DAV_NS, 'owner');
+  if (owner && contentBytes(owner) > MAX_LOCK_OWNER_BYTES) throw new DavError(507, `a lock's owner is at most ${MAX_LOCK_OWNER_BYTES} bytes`, LIMIT_CONDITION);
 
   await r.checkIf(target);
-  let created = false;
-  let collection = target.node ? isCollection(target.node) : false;
   if (!target.node) {
     if (!target.parent) throw new DavError(409, 'the parent collection does not exist');
     await r.guard({ path: parentOf(target.path).key });
-    const name = target.path.segments[target.path.segments.length - 1]!;
-    await tree.createFile(r.writer, folderIdOf(target.parent), name, Readable.from([]) as unknown as Request, undefined);
-    created = true;
-    collection = false;
   }
-  const owner = child(body, DAV_NS, 'owner') ?? null;
+  // Granted before an unmapped path gets its empty file, so a refused lock leaves no file behind.
   const granted = await locks.grant(r.userId, {
     path: target.path.key,
-    href: hrefOf(target.path.segments, collection),
+    href: hrefOf(target.path.segments, target.node ? isCollection(target.node) : false),
     depth: depth === '0' ? '0' : 'infinity',
     scope,
     owner: owner && elements(owner).length + owner.children.length > 0 ? owner : null,
     timeoutSeconds: timeout,
   });
+  const created = !target.node;
+  if (!target.node) {
+    const name = target.path.segments[target.path.segments.length - 1]!;
+    try {
+      await tree.createFile(r.writer, folderIdOf(target.parent!), name, Readable.from([]) as unknown as Request, undefined);
+    } catch (err) {
+      await locks.remove(r.userId, granted.token);
+      throw err;
+    }
+  }
   sendLock(r, granted, created ? 201 : 200);
 }
 
@@ -75,7 +86,7 @@ export async function unlock(r: DavRequest): Promise<void> {
   if (!match) throw new DavError(400, 'Lock-Token is required');
   const target = await r.resolve();
   if (!target.node) throw new DavError(404, 'nothing at this path');
-  const held = locksCovering(await r.locks(), target.path.key).find((l) => l.token === match[1]);
+  const held = (await r.locksCovering(target.path.key)).find((l) => l.token === match[1]);
   if (!held) throw new DavError(409, 'no such lock on this resource', 'lock-token-matches-request-uri');
   await r.services.locks.remove(r.userId, held.token);
   r.res.status(204).end();

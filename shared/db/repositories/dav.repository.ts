@@ -77,9 +77,22 @@ export class DavRepository {
     return byId;
   }
 
-  /** Sets and removes properties of one resource, all in one transaction. */
-  async patch(userId: string, resourceId: string, set: DeadProperty[], remove: Array<{ namespace: string; localName: string }>): Promise<void> {
+  /**
+   * Sets and removes properties of one resource, all in one transaction, when `admit` accepts them
+   * given the properties the resource holds: the resource's row is locked first, so two patches of
+   * one resource are checked one after the other. 'missing' when the owner has no such resource.
+   */
+  async patch(
+    userId: string,
+    resourceId: string,
+    set: DeadProperty[],
+    remove: Array<{ namespace: string; localName: string }>,
+    admit: (existing: DeadProperty[]) => boolean = () => true,
+  ): Promise<'ok' | 'refused' | 'missing'> {
     const run = async (trx: Knex.Transaction) => {
+      const owned = await trx('resources').where({ id: resourceId, user_id: userId }).forUpdate().first('id');
+      if (!owned) return 'missing' as const;
+      if (!admit(await new DavRepository(trx).properties(userId, resourceId))) return 'refused' as const;
       for (const p of remove) {
         await trx('dav_properties').where({ resource_id: resourceId, user_id: userId, prop_key: propertyKey(p.namespace, p.localName) }).del();
       }
@@ -96,14 +109,9 @@ export class DavRepository {
           .onConflict(['resource_id', 'prop_key'])
           .merge(['value']);
       }
+      return 'ok' as const;
     };
-    if ((this.db as Knex.Transaction).isTransaction) await run(this.db as Knex.Transaction);
-    else await (this.db as Knex).transaction(run);
-  }
-
-  /** Copies every dead property of `fromId` to `toId` (COPY keeps them with the copy). */
-  async copyProperties(userId: string, fromId: string, toId: string): Promise<void> {
-    const rows = await this.properties(userId, fromId);
-    if (rows.length > 0) await this.patch(userId, toId, rows, []);
+    if ((this.db as Knex.Transaction).isTransaction) return run(this.db as Knex.Transaction);
+    return (this.db as Knex).transaction(run);
   }
 }
