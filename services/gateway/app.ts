@@ -23,6 +23,8 @@ import { newId } from '../../shared/ids';
 import type { Logger } from '../../shared/logger';
 import { requireToken, requireUser } from './auth/auth.middleware';
 import { authRoutes } from './auth/auth.routes';
+import { sessionRoutes } from './auth/session.routes';
+import { SessionService } from './auth/session.service';
 import { AuthService } from './auth/auth.service';
 import { ConcurrencyLimiter } from './auth/limiter';
 import { PasswordHasher } from './auth/password.hasher';
@@ -73,6 +75,9 @@ import { davRouter } from './dav/dav.router';
 import { DavService } from './dav/dav.service';
 import { DavTree } from './dav/dav.tree';
 import { versionRoutes } from './versions/versions.routes';
+import { itemRoutes } from './items/items.routes';
+import { ItemsService } from './items/items.service';
+import { webAppRoutes } from './webapp/webapp.routes';
 import { LinkRepository } from '../../shared/db/repositories/link.repository';
 import { TreeRepository } from '../../shared/db/repositories/tree.repository';
 import { linkMetrics } from './links/link.metrics';
@@ -144,7 +149,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const feed = new ChangesService(new ChangeRepository(db), deps.changes, new CursorCodec(deps.jwtSecret));
   const principals = new PrincipalCache(config.authCacheMs, config, config.queuePrefix, logger);
   const principalService = new PrincipalService(users, principals);
-  const authenticated = requireUser(tokens, principalService);
+  const authenticated = requireUser(tokens, principalService, config.publicUrl);
   const uploads = createUploads({ config, store, files, content, reservations, authenticated, logger });
   const limits = new RateLimits(config, config.queuePrefix, logger);
   // A verified Basic login is trusted for a minute: the dashboard sends it with every asset and poll.
@@ -238,7 +243,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // Ahead of the body parser too, so a malformed sign-in counts as "invalid" rather than not at all.
   v1.use('/auth/login', metrics.loginOutcomes());
   // The sync batch is parsed by its own route without loss of 64-bit integers, so it comes first.
-  v1.use(syncRoutes(metrics.meterSync(sync), new PermissionsService(resources), { authenticated, token: requireToken(tokens, principalService) }));
+  v1.use(syncRoutes(metrics.meterSync(sync), new PermissionsService(resources), { authenticated, token: requireToken(tokens, principalService, config.publicUrl) }));
   v1.use(changeRoutes(feed, authenticated));
   // tus bodies are raw bytes, streamed by the library; no body parser may touch them.
   v1.use(uploads.router);
@@ -247,6 +252,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
   v1.use(deviceRoutes(new DevicesService(devices), registerLimit));
   v1.use(authRoutes(auth, loginLimits, authenticated));
+  v1.use(sessionRoutes(new SessionService(users, devices, new DevicesService(devices), hasher, tokens, undefined), loginLimits, authenticated, config.publicUrl));
+  v1.use(itemRoutes(new ItemsService(resources, new ListingRepository(db)), authenticated));
   v1.use(userRoutes(new UsersService(users, hasher, config.defaultQuotaBytes, principals), usage, authenticated));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
   v1.use(trashRoutes(trash, authenticated));
@@ -254,6 +261,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(appPasswordRoutes(appPasswords, authenticated));
   v1.use(linkRoutes(links, config.publicUrl, authenticated));
   app.use('/v1', v1);
+  // The web app's pages and bundles (docs/WEBAPP.md); the API stays under /v1.
+  app.use(webAppRoutes());
 
   app.use(notFoundHandler);
   app.use(errorHandler);

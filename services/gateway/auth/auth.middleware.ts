@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '../../../shared/errors';
 import type { Principal, PrincipalService } from './principal.service';
+import { sessionToken } from './session.cookie';
 import type { TokenClaims, TokenService } from './token.service';
 
 declare module 'express-serve-static-core' {
@@ -22,13 +23,21 @@ export function bearerToken(req: Request): string | undefined {
 }
 
 /**
+ * The request's token: its `Authorization: Bearer` header, else the web app's session cookie (a
+ * state-changing request with the cookie from another origin is refused there, see session.cookie.ts).
+ */
+export function credential(req: Request, publicUrl?: string): string | undefined {
+  return bearerToken(req) ?? (req.headers.authorization ? undefined : sessionToken(req, publicUrl));
+}
+
+/**
  * Accepts a request only with a valid token whose user and device both still exist. The token is
  * verified every time; that its user and device exist is read from MySQL or, within AUTH_CACHE_MS
  * of the last read, from the cache (which a deleted account leaves at once).
  */
-export function requireUser(tokens: TokenService, principals: PrincipalService): RequestHandler {
+export function requireUser(tokens: TokenService, principals: PrincipalService, publicUrl?: string): RequestHandler {
   return async (req: Request, _res: Response, next: NextFunction) => {
-    const token = bearerToken(req);
+    const token = credential(req, publicUrl);
     if (!token) throw unauthorized();
     const claims = tokens.verify(token);
     const principal = await principals.current(claims.userId, claims.deviceId);
@@ -44,9 +53,9 @@ export function requireUser(tokens: TokenService, principals: PrincipalService):
  * lookup on its own, for that route's requests refused before their statement, so they are answered
  * 401 rather than 400 or 413 exactly as behind requireUser.
  */
-export function requireToken(tokens: TokenService, principals: PrincipalService) {
+export function requireToken(tokens: TokenService, principals: PrincipalService, publicUrl?: string) {
   const verified: RequestHandler = (req, _res, next) => {
-    const token = bearerToken(req);
+    const token = credential(req, publicUrl);
     if (!token) throw unauthorized();
     req.claims = tokens.verify(token);
     next();

@@ -1,0 +1,25 @@
+import { notFound } from '../../../shared/errors';
+import type { ChildSort, ListedChild, ListingRepository } from '../../../shared/db/repositories/listing.repository';
+import type { PageResult } from '../../../shared/db/repositories/resource.record';
+import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+
+export interface ChildrenQuery {
+  folderId: string | null;
+  sort: ChildSort;
+  descending: boolean;
+  limit: number;
+  offset: number;
+}
+
+/** One folder's children, folders first: what a file browser shows of a folder (GET /v1/items). */
+export class ItemsService {
+  constructor(
+    private readonly resources: ResourceRepository,
+    private readonly listing: ListingRepository,
+  ) {}
+
+  async children(userId: string, q: ChildrenQuery): Promise<PageResult<ListedChild>> {
+    if (q.folderId !== null && !(await this.resources.findActive(userId, q.folderId, 'folder'))) throw notFound('no such folder');
+    return this.listing.listChildren(userId, q.folderId, q.sort, q.descending, q.limit, q.offset);
+  }
+}

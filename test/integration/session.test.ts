@@ -1,0 +1,93 @@
+import { Api } from '../support/client';
+import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
+
+/** The web app's cookie session: HttpOnly, bound to a new device, refused from other origins. */
+let env: TestEnv;
+let gateway: RunningGateway;
+let origin: string;
+
+const CHROME_LINUX = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36';
+
+async function signIn(password = ADMIN.password, headers: Record<string, string> = {}) {
+  return fetch(`${origin}/v1/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'sec-fetch-site': 'same-origin', 'user-agent': CHROME_LINUX, ...headers },
+    body: JSON.stringify({ username: ADMIN.username, password }),
+  });
+}
+
+const cookieOf = (res: Response) => (res.headers.get('set-cookie') ?? '').split(';')[0]!;
+
+beforeAll(async () => {
+  env = await createTestEnv({ LOGIN_RATE_LIMIT: '5' });
+  gateway = await startGateway(env);
+  origin = gateway.baseUrl;
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  await env?.dropAll();
+});
+
+test('signing in sets an HttpOnly SameSite cookie of a new device named after the browser, and no token in the body', async () => {
+  const res = await signIn();
+  expect(res.status).toBe(200);
+  const setCookie = res.headers.get('set-cookie') ?? '';
+  expect(setCookie).toMatch(/^filesync_session=[\w.-]+;/);
+  expect(setCookie).toMatch(/HttpOnly/i);
+  expect(setCookie).toMatch(/SameSite=Lax/i);
+  expect(setCookie).not.toMatch(/Secure/i);
+  const body = await res.json();
+  expect(body).toEqual({ user: { id: expect.any(String), username: 'admin', isAdmin: true }, deviceId: expect.any(String), expiresAt: expect.any(String) });
+  expect(JSON.stringify(body)).not.toContain(cookieOf(res).split('=')[1]);
+  const device = await env.db('devices').where({ id: body.deviceId }).first();
+  expect(device).toMatchObject({ name: 'Chrome on Linux', user_id: body.user.id, kind: 'client' });
+
+  const me = await fetch(`${origin}/v1/session`, { headers: { cookie: cookieOf(res) } });
+  expect(me.status).toBe(200);
+  expect((await me.json()).deviceId).toBe(body.deviceId);
+  expect(me.headers.get('set-cookie')).toMatch(/^filesync_session=/);
+});
+
+test('with the cookie, reads work from anywhere but writes only from the same origin', async () => {
+  const cookie = cookieOf(await signIn());
+  const folder = { ops: [{ opId: 1, type: 'create', resourceId: 'a'.repeat(32), payload: { resourceType: 'folder', name: 'x' } }] };
+  const write = (headers: Record<string, string>) =>
+    fetch(`${origin}/v1/files`, { method: 'POST', headers: { cookie, ...headers }, body: new FormData() });
+  for (const headers of [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'http://127.0.0.1:1' }, {}]) {
+    const res = await write(headers);
+    expect(res.status).toBe(403);
+    expect((await res.json()).error.code).toBe('FORBIDDEN');
+  }
+  const sync = await fetch(`${origin}/v1/sync/ops`, { method: 'POST', headers: { cookie, 'content-type': 'application/json', 'sec-fetch-site': 'cross-site' }, body: JSON.stringify(folder) });
+  expect(sync.status).toBe(403);
+  // Same origin: the request goes on (and fails on its empty body, not on its origin).
+  expect((await write({ 'sec-fetch-site': 'same-origin' })).status).toBe(400);
+  expect((await write({ origin })).status).toBe(400);
+  expect((await fetch(`${origin}/v1/items`, { headers: { cookie, 'sec-fetch-site': 'cross-site' } })).status).toBe(200);
+});
+
+test('a Bearer token is not subject to the origin check, and signing out clears the cookie', async () => {
+  const { token } = await new Api(origin).login(ADMIN.username, ADMIN.password);
+  const bearer = await fetch(`${origin}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'sec-fetch-site': 'cross-site' }, body: new FormData() });
+  expect(bearer.status).toBe(400);
+  const bad = await fetch(`${origin}/v1/items`, { headers: { authorization: 'Bearer nonsense', cookie: 'filesync_session=also.nonsense' } });
+  expect(bad.status).toBe(401);
+  const cookie = cookieOf(await signIn());
+  const out = await fetch(`${origin}/v1/session`, { method: 'DELETE', headers: { cookie, 'sec-fetch-site': 'same-origin' } });
+  expect(out.status).toBe(204);
+  expect(out.headers.get('set-cookie')).toMatch(/^filesync_session=;.*Expires=Thu, 01 Jan 1970/);
+});
+
+test('a sign-in posted from another origin is refused; a wrong password is 401; the login limits count sign-ins', async () => {
+  expect((await signIn(ADMIN.password, { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+  const wrong = await signIn('wrong-password');
+  expect(wrong.status).toBe(401);
+  expect(wrong.headers.get('set-cookie')).toBeNull();
+  // LOGIN_RATE_LIMIT=5 per address and username: the earlier sign-ins used it up.
+  const limited = await signIn('wrong-password');
+  expect(limited.status).toBe(429);
+  expect(limited.headers.get('retry-after')).toMatch(/^\d+$/);
+  const login = await new Api(origin).post('/v1/auth/login', { username: ADMIN.username, password: ADMIN.password, deviceId: 'b'.repeat(32) });
+  expect(login.status).toBe(429);
+});
