@@ -32,16 +32,16 @@ export interface Attempt {
    * The password was right, or was never checked (the check failed to run): the attempt stops
    * counting, so only failures use up the limit. Idempotent.
    */
-  giveBack(): Promise<void>;
+  succeeded(): Promise<void>;
 }
 
-const settled: Attempt = { giveBack: async () => undefined };
+const settled: Attempt = { succeeded: async () => undefined };
 
 /**
  * A limit of sign-in attempts per key and fixed window, kept in Redis so every gateway shares it.
  * An attempt is counted BEFORE its password is checked (`take`), atomically, so a burst of parallel
  * guesses checks at most `perWindow` passwords per key and window, never one per request of the
- * burst; a right password gives its attempt back (`giveBack`). Used for every sign-in that checks
+ * burst; a right password gives its attempt back (`succeeded`). Used for every sign-in that checks
  * a secret: HTTP Basic on /dav/ and /admin/queues, the current password of new app passwords, link
  * passwords. When Redis cannot answer, attempts pass uncounted (as the sign-in limits do) and the
  * Argon2 concurrency limiter still bounds what they cost.
@@ -89,7 +89,7 @@ export class AttemptLimit {
     }
     let given = false;
     return {
-      giveBack: async () => {
+      succeeded: async () => {
         if (given) return;
         given = true;
         await this.run(GIVE_BACK, redisKey, []).catch((err: unknown) => this.onStoreError(err));
@@ -104,10 +104,10 @@ export class AttemptLimit {
 
 /**
  * Takes one attempt on each limit in order (the first refusal ends it, as the middleware chain of the
- * login does); `giveBack` gives every taken one back.
+ * login does); `succeeded` gives every taken one back.
  */
 export async function takeAttempts(limits: ReadonlyArray<readonly [limit: AttemptLimit, key: string, message: string]>): Promise<Attempt> {
   const taken: Attempt[] = [];
   for (const [limit, key, message] of limits) taken.push(await limit.take(key, message));
-  return { giveBack: async () => void (await Promise.all(taken.map((a) => a.giveBack()))) };
+  return { succeeded: async () => void (await Promise.all(taken.map((a) => a.succeeded()))) };
 }

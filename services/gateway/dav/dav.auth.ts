@@ -59,11 +59,11 @@ export class DavAuthenticator {
       throw err;
     }
     const principal = await appPasswords.authenticate(credentials.username, credentials.password).catch(async (err: unknown) => {
-      await attempt.giveBack(); // the lookup never answered: nothing was checked
+      await attempt.succeeded(); // the lookup never answered: nothing was checked
       throw err;
     });
     if (!principal) throw unauthorized('the username and app password do not match');
-    await attempt.giveBack();
+    await attempt.succeeded();
     return principal;
   }
 

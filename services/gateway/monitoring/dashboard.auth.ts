@@ -97,11 +97,11 @@ export class AdminGate {
       const attempt = await this.options.attempts?.take(client, 'too many failed sign-ins, retry later');
       // Runs even for an unknown user (against the dummy hash), like login, so timing tells nothing.
       const ok = await this.hasher.verify(user?.passwordHash, password).catch(async (err: unknown) => {
-        await attempt?.giveBack(); // Argon2 never ran (busy limiter): nothing was guessed
+        await attempt?.succeeded(); // Argon2 never ran (busy limiter): nothing was guessed
         throw err;
       });
       if (!ok || !active) throw unauthorized();
-      await attempt?.giveBack();
+      await attempt?.succeeded();
       this.remember(key, active.passwordHash);
     }
     if (!active?.isAdmin) throw forbidden();
