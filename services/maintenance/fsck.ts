@@ -4,6 +4,7 @@ import type { UsageDifference, UsageRepository } from '../../shared/quota/usage.
 import { isStagingKey, type ContentStore } from '../../shared/storage/content.store';
 import { claimStoreKnowingly, readIdentity } from '../../shared/content/store.identity';
 import { checkUsage } from '../../shared/quota/usage.check';
+import type { DerivedRepair, RepairReport } from '../../shared/db/derived/derived.repair';
 import { dropMissingVersions, findMissingVersions } from './version.check';
 
 export interface FsckOptions {
@@ -36,6 +37,8 @@ export interface FsckReport {
   missingVersions: ContentHolder[];
   /** Byte counters of users that differ from the rows (users.*_bytes against resources, versions, reservations). */
   usageDrift: UsageDifference[];
+  /** Folder file counts and search indexes that differ from `resources` (rebuilt with --repair). */
+  derived: RepairReport;
   /** With --repair: orphans removed, resources whose content was detached (rev + 1, in the feed), users whose counters were recomputed. */
   repaired: { orphansRemoved: number; contentCleared: number; versionsDropped: number; usageRepaired: number } | null;
   /** With --repair: why nothing was repaired, when so much content is missing that the store looks damaged. */
@@ -52,15 +55,17 @@ export function tooManyMissing(report: Pick<FsckReport, 'missing' | 'resources'>
   return report.missing.length > 1 && report.missing.length > report.resources * MISSING_SHARE_LIMIT;
 }
 
-export const problemsFound = (r: FsckReport): boolean => r.orphans.length > 0 || r.missing.length > 0 || r.missingVersions.length > 0 || r.usageDrift.length > 0;
+export const problemsFound = (r: FsckReport): boolean =>
+  r.orphans.length > 0 || r.missing.length > 0 || r.missingVersions.length > 0 || r.usageDrift.length > 0 || r.derived.counts.length > 0 || r.derived.index.length > 0;
 
 const PAGE = 1000;
 
 /**
- * Compares the content store with the rows that point at its keys, read-only unless
- * `repair`. Both directions are checked twice before they count: a file is an orphan only when it
- * is old enough and no row points at it; content is missing only when the row still points at the
- * same key after the file was found absent (content replaced meanwhile is not missing).
+ * Compares the content store with the rows that point at its keys, and every derived number (byte
+ * counters, folder file counts, search index) with the rows it is derived from, read-only unless
+ * `repair`. Both directions of content are checked twice before they count: a file is an orphan only
+ * when it is old enough and no row points at it; content is missing only when the row still points at
+ * the same key after the file was found absent (content replaced meanwhile is not missing).
  */
 export class Fsck {
   constructor(
@@ -68,6 +73,7 @@ export class Fsck {
     private readonly content: ContentRepository,
     private readonly owners: OwnerTransactions,
     private readonly usage: UsageRepository,
+    private readonly derived: DerivedRepair,
   ) {}
 
   /**
@@ -84,15 +90,26 @@ export class Fsck {
           : `${this.store.location} is not this database's content store (its marker: ${identity.marker ?? 'none'}, expected ${identity.recorded}); nothing was checked or changed. If it is the right store and only its marker was lost, run again with --claim-store`,
       );
     }
-    const report: FsckReport = { files: 0, resources: 0, orphans: [], missing: [], missingVersions: [], usageDrift: [], repaired: null };
+    const report: FsckReport = {
+      files: 0,
+      resources: 0,
+      orphans: [],
+      missing: [],
+      missingVersions: [],
+      usageDrift: [],
+      derived: { users: 0, counts: [], index: [] },
+      repaired: null,
+    };
     await this.findOrphans(options, report);
     await this.findMissing(report);
     report.missingVersions = await findMissingVersions(this.store, this.content);
     if (!options.repair) {
       report.usageDrift = (await checkUsage(this.usage, this.owners, false)).drift;
+      report.derived = await this.derived.run({ fix: false });
       return report;
     }
     if (tooManyMissing(report) && !options.allowManyMissing) {
+      report.derived = await this.derived.run({ fix: false });
       report.refused = `${report.missing.length} of ${report.resources} resources have no content in the store, more than a tenth: the store looks damaged or incompletely mounted, so nothing was repaired. Fix the store and check again, or, if the content is really lost, repair with --allow-many-missing`;
       return report;
     }
@@ -102,6 +119,7 @@ export class Fsck {
     // Last: detaching missing content moves bytes too, through the same counters. Counters only.
     const usage = await checkUsage(this.usage, this.owners, true);
     report.usageDrift = usage.drift;
+    report.derived = await this.derived.run({ fix: true });
     report.repaired = { orphansRemoved, contentCleared, versionsDropped, usageRepaired: usage.usersRepaired };
     return report;
   }

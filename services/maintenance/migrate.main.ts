@@ -1,5 +1,5 @@
-import { ConfigError, loadConfig } from '../../config';
-import { migrateToLatest } from './migrate';
+import { ConfigError, loadConfig } from '../../shared/config';
+import { migrateToLatest } from '../../shared/db/migrations/migrate';
 
 async function main(): Promise<void> {
   const config = loadConfig();

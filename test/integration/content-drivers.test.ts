@@ -8,6 +8,7 @@ import type { ContentStore } from '../../shared/storage/content.store';
 import { PART_SIZE, S3ContentStore } from '../../shared/storage/s3/s3.store';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { Fsck } from '../../services/maintenance/fsck';
+import { DerivedRepair } from '../../shared/db/derived/derived.repair';
 import type { Api } from '../support/client';
 import { basic, createAppPassword, DavClient } from '../support/dav';
 import { expectError, listFilesUnder } from '../support/fixtures';
@@ -180,7 +181,7 @@ describe.each(['local', 's3'] as const)('content on the %s driver', (driver) => 
   });
 
   test('fsck finds the store clean, then reports content that went missing', async () => {
-    const fsck = () => new Fsck(store, new ContentRepository(stack.env.db), new OwnerTransactions(stack.env.db), new UsageRepository(stack.env.db)).run({ repair: false, orphanMinAgeMs: 0, stagingMinAgeMs: 3600_000 });
+    const fsck = () => new Fsck(store, new ContentRepository(stack.env.db), new OwnerTransactions(stack.env.db), new UsageRepository(stack.env.db), new DerivedRepair(stack.env.db)).run({ repair: false, orphanMinAgeMs: 0, stagingMinAgeMs: 3600_000 });
     expect(await fsck()).toMatchObject({ orphans: [], missing: [] });
 
     const created = await api.upload({}, { name: 'lost.txt', content: 'soon gone' });

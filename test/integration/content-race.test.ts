@@ -8,6 +8,7 @@ import { newId } from '../../shared/ids';
 import type { ContentHandle, ContentStore } from '../../shared/storage/content.store';
 import { HELD_IN_MEMORY } from '../../shared/storage/s3/s3.staging';
 import { Fsck } from '../../services/maintenance/fsck';
+import { DerivedRepair } from '../../shared/db/derived/derived.repair';
 import { Api } from '../support/client';
 import { DRIVERS, onDriver, StoredContent } from '../support/drivers';
 import { sha256 } from '../support/fixtures';
@@ -128,7 +129,7 @@ describe.each(DRIVERS)('content raced on the %s driver', (driver) => {
     const MIN_AGE_MS = 3000;
 
     const fsck = () =>
-      new Fsck(stored.store, new ContentRepository(env.db), new OwnerTransactions(env.db), new UsageRepository(env.db)).run({
+      new Fsck(stored.store, new ContentRepository(env.db), new OwnerTransactions(env.db), new UsageRepository(env.db), new DerivedRepair(env.db)).run({
         repair: true,
         orphanMinAgeMs: MIN_AGE_MS,
         stagingMinAgeMs: 3600_000,

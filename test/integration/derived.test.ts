@@ -239,20 +239,20 @@ describe('repair command', () => {
     await env.db('search_grams').insert({ user_id: userId, gram: 42, name: 'ghost', resource_id: newId() });
 
     const run = (args: string[]) =>
-      promisify(execFile)('node', [path.resolve('dist/shared/db/derived/repair.main.js'), ...args], { env: { ...process.env, ...env.env } }).catch(
+      promisify(execFile)('node', [path.resolve('dist/services/maintenance/fsck.main.js'), ...args], { env: { ...process.env, ...env.env } }).catch(
         (err: { code: number; stdout: string }) => ({ code: err.code, stdout: err.stdout }),
       );
-    const checked = (await run(['--check'])) as { code?: number; stdout: string };
-    expect(checked.code).toBe(2);
+    const checked = (await run([])) as { code?: number; stdout: string };
+    expect(checked.code).toBe(1);
     expect(checked.stdout).toMatch(new RegExp(`count differed: user ${userId} folder \\(root\\): stored (\\d+), actual (\\d+)`));
     expect(checked.stdout).toMatch(new RegExp(`search index differed: user ${userId}: 1 stale entries, 1 files missing entries`));
     expect(await searchNames('repair-me')).toEqual([]);
 
-    const fixed = (await run([])) as { code?: number; stdout: string };
+    const fixed = (await run(['--repair'])) as { code?: number; stdout: string };
     expect(fixed.code ?? 0).toBe(0);
     expect(fixed.stdout).toMatch(/repaired 1 counts and 1 indexes that differed/);
     expect(await searchNames('repair-me')).toEqual(['repair-me.txt']);
-    const again = (await run(['--check'])) as { code?: number; stdout: string };
+    const again = (await run([])) as { code?: number; stdout: string };
     expect(again.code ?? 0).toBe(0);
     expect(again.stdout).toMatch(/derived data exact/);
     expect((await totals(null)).listed).toBe((await totals(null)).actual);

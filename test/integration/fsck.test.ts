@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { DerivedRepair } from '../../shared/db/derived/derived.repair';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { ContentRepository } from '../../shared/db/repositories/content.repository';
@@ -84,7 +85,7 @@ describe.each(DRIVERS)('fsck on the %s driver', (driver) => {
     expect((await api.post(`/v1/trash/${sub}/restore`)).status).toBe(200);
     await uploadFile(api, 'rejected.txt', 'x', newId()).catch(() => undefined); // 404: nothing may stay behind
 
-    const report = await new Fsck(createContentStore(env.config), new ContentRepository(env.db), new OwnerTransactions(env.db), new UsageRepository(env.db)).run({
+    const report = await new Fsck(createContentStore(env.config), new ContentRepository(env.db), new OwnerTransactions(env.db), new UsageRepository(env.db), new DerivedRepair(env.db)).run({
       repair: false,
       orphanMinAgeMs: 0,
       stagingMinAgeMs: 0,

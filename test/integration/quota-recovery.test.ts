@@ -7,6 +7,7 @@ import { newId } from '../../shared/ids';
 import { UploadReservations } from '../../shared/quota/upload.reservations';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { Fsck } from '../../services/maintenance/fsck';
+import { DerivedRepair } from '../../shared/db/derived/derived.repair';
 import { Api } from '../support/client';
 import { DRIVERS, onDriver, StoredContent } from '../support/drivers';
 import { ADMIN, createTestEnv, type TestEnv } from '../support/harness';
@@ -32,7 +33,7 @@ describe.each(DRIVERS)('recovery after a crash on the %s driver', (driver) => {
 
   const usage = () => new UsageRepository(env.db);
   const fsck = (repair: boolean) =>
-    new Fsck(createContentStore(env.config), new ContentRepository(env.db), new OwnerTransactions(env.db), usage()).run({
+    new Fsck(createContentStore(env.config), new ContentRepository(env.db), new OwnerTransactions(env.db), usage(), new DerivedRepair(env.db)).run({
       repair,
       orphanMinAgeMs: 0,
       stagingMinAgeMs: 0,

@@ -29,7 +29,7 @@ const deferring = new WeakMap<object, DerivedData>();
  * Rows already inactive need nothing (a purge of trashed rows). What can wait (adding counts and
  * index entries from the rows' final state) waits until OwnerTransactions.run flushes it once before
  * the commit: a sync batch then pays one statement per table, not one per op. Outside such a
- * transaction every call writes at once. After a bug or a manual edit, `npm run repair-derived`
+ * transaction every call writes at once. After a bug or a manual edit, `npm run fsck -- --repair`
  * recomputes everything.
  */
 export class DerivedData {

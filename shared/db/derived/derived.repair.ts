@@ -13,7 +13,7 @@ export interface RepairReport {
 /**
  * Recomputes the derived data (per-folder file counts, search index) from `resources`, owner by
  * owner, each owner inside its own transaction with the owner's row locked like every write, so it
- * can run while the service does. Used by `npm run repair-derived` and by the backfill migration.
+ * can run while the service does. Used by `npm run fsck` and by the backfill migration.
  */
 export class DerivedRepair {
   constructor(private readonly db: Knex) {}

@@ -7,7 +7,7 @@ const TREE_ID = 'VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin';
 
 /*
  * Data derived from `resources`, kept in the same transaction as every change (shared/db/derived/derived.hooks.ts)
- * and rebuilt from scratch by `npm run repair-derived`:
+ * and rebuilt from scratch by `npm run fsck -- --repair`:
  * - folder_file_counts: active files per (owner, folder or root ''), the `total` of GET /v1/files.
  * - search_grams: one row per distinct trigram of LOWER(name) of every active file, hashed with CRC32
  *   (a collision only adds a candidate, the LIKE on the carried name removes it). The name is carried
