@@ -152,3 +152,31 @@ test('on exFAT, a same-size edit that leaves size and mtime as the last sync rea
   expect(edited.stdout).toContain('uploaded clock.txt');
   expect([...(await serverTree(a.api)).entries()]).toEqual([['clock.txt', sha256('version 2')]]);
 });
+
+test(".FILESYNCIGNORE and .Filesync from the server are not this disk's ignore file and state folder on exFAT: reported and left there", async () => {
+  const a = await account();
+  await a.api.uploadFile({ content: Buffer.from('*\n'), name: '.FILESYNCIGNORE' });
+  const folder = (await a.api.syncOps([{ opId: '1', type: 'create', resourceId: randomBytes(16).toString('hex'), payload: { resourceType: 'folder', name: '.Filesync', parentId: null } }])).applied[0]!;
+  await a.api.uploadFile({ content: Buffer.from('not state'), name: 'journal.db', folderId: folder.resourceId! });
+  await a.api.uploadFile({ content: Buffer.from('ok'), name: 'ok.txt' });
+  const stick = path.join(disk.root, `sync-${randomBytes(3).toString('hex')}`);
+  await fs.mkdir(stick);
+  await write(stick, '.filesyncignore', 'secret.txt\n');
+  await write(stick, 'secret.txt', 'secret');
+  await write(stick, 'mine.txt', 'mine');
+
+  const res = await runCli(['sync', stick, '--once'], a.env('stick'));
+  expect(res.code).toBe(0);
+  expect(res.stdout).toContain('skipped: .FILESYNCIGNORE: ');
+  expect(res.stdout).toContain('skipped: .Filesync: ');
+  expect(res.stdout).toContain('downloaded ok.txt');
+  expect(res.stdout).toContain('uploaded mine.txt');
+  // The local ignore file is still this folder's own, and still in force; the state folder holds no server file.
+  expect(await fs.readFile(path.join(stick, '.filesyncignore'), 'utf8')).toBe('secret.txt\n');
+  expect(await fs.readFile(path.join(stick, '.filesync', 'journal.db')).then((b) => b.subarray(0, 15).toString())).toBe('SQLite format 3');
+  const names = (await a.api.listFiles({ limit: 100 })).items.map((f) => f.name).sort();
+  expect(names).toEqual(['.FILESYNCIGNORE', 'mine.txt', 'ok.txt']);
+  const again = await runCli(['sync', stick, '--once'], a.env('stick'));
+  expect(again.code).toBe(0);
+  expect(again.stdout).not.toContain('uploaded');
+});
