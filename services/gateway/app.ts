@@ -227,7 +227,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   );
 
   // Downloads first: no other route answers GET on a file's content, and each one passed costs CPU.
-  mountDownloads(app, files, authenticated);
+  mountDownloads(app, files, store, authenticated);
   app.use(healthRoutes(new ReadinessService(db, sync, store)));
   app.use(metricsRoutes(metrics.registry));
   app.use(docsRoutes());
@@ -257,7 +257,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(userRoutes(new UsersService(users, hasher, config.defaultQuotaBytes, principals), usage, authenticated));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
   v1.use(trashRoutes(trash, authenticated));
-  v1.use(versionRoutes(versions, authenticated));
+  v1.use(versionRoutes(versions, store, authenticated));
   v1.use(appPasswordRoutes(appPasswords, authenticated));
   v1.use(linkRoutes(links, config.publicUrl, authenticated));
   app.use('/v1', v1);

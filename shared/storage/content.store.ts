@@ -34,12 +34,12 @@ export interface ContentStore {
    */
   open(key: string): Promise<ContentHandle>;
   /**
-   * Where the driver can: starts reading the bytes of `key` in `range` (all when absent) before the
-   * caller has decided to, so that an object store's round trip overlaps the caller's own lookup.
-   * Nothing reaches the caller until it opens the result. Undefined when the driver cannot (or
-   * knows nothing of the key yet); cancel what is not opened.
+   * Where the store hands whole-content downloads to the client itself (S3 with
+   * S3_DOWNLOADS=redirect): a URL, valid a few minutes, that reads the content of `key` with these
+   * response headers. Undefined when downloads go through the gateway (the local driver, S3 with
+   * S3_DOWNLOADS=proxy). The caller has checked that `key` exists (it opened it).
    */
-  prefetch?(key: string, range: ByteRange | undefined): PrefetchedContent | undefined;
+  downloadUrl?(key: string, headers: DownloadHeaders): Promise<string | undefined>;
   /** Size and age of the content of `key`; undefined only when it does not exist (other failures throw). */
   stat(key: string): Promise<StoredObject | undefined>;
   /** Removes the content of `key`; nothing happens when it is gone already. */
@@ -111,15 +111,10 @@ export interface ContentHandle {
   close(): Promise<void>;
 }
 
-/**
- * A read started before its caller knows it wants the bytes (ContentStore.prefetch): `open` gives the
- * handle on them, `cancel` drops the read.
- */
-export interface PrefetchedContent {
-  /** The store key the read was started on. */
-  readonly key: string;
-  open(): Promise<ContentHandle>;
-  cancel(): void;
+/** The response headers a download URL makes the store send, exactly as the gateway would. */
+export interface DownloadHeaders {
+  contentDisposition: string;
+  contentType: string;
 }
 
 /**

@@ -6,8 +6,7 @@ import type { FileSortColumn, PageResult, ResourceRecord } from '../../../shared
 import { invalid, notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
 import { extensionOf, normalizeName } from '../../../shared/names';
-import { ContentNotFoundError, type ContentHandle, type ContentStore, type PrefetchedContent, type StagedContent } from '../../../shared/storage/content.store';
-import { ContentPrefetch } from '../content/content.prefetch';
+import { ContentNotFoundError, type ContentHandle, type ContentStore, type StagedContent } from '../../../shared/storage/content.store';
 import { contentKey } from '../../../shared/content/content.keys';
 import type { ContentWriter } from '../../../shared/content/content.writer';
 import { ReservationRepository } from '../../../shared/quota/reservation.repository';
@@ -73,9 +72,6 @@ function uploadTarget(input: UploadInput): { id: string; folderId: string | null
 }
 
 export class FilesService {
-  /** Reads of content started before a download's lookup (content.prefetch.ts). */
-  readonly prefetch: ContentPrefetch;
-
   constructor(
     private readonly owners: OwnerTransactions,
     private readonly resources: ResourceRepository,
@@ -84,9 +80,7 @@ export class FilesService {
     private readonly store: ContentStore,
     private readonly usage: UsageRepository,
     private readonly quota: QuotaObserver = silentQuotaObserver,
-  ) {
-    this.prefetch = new ContentPrefetch(store);
-  }
+  ) {}
 
   /**
    * The early refusal of a multipart upload whose body (Content-Length) cannot fit in the quota,
@@ -135,20 +129,13 @@ export class FilesService {
    * happens to the file. If the key is gone by the time it is opened, a replacement committed in
    * between removed it: the file is read again and its new content opened, so a download never
    * fails because a PUT won a race. NOT_FOUND when the file has no content (a file created by a sync
-   * op, or content missing from the store). `early`, a read started by `prefetch` before `file` was
-   * read, is used when it is of the content `file` names, and cancelled otherwise.
+   * op, or content missing from the store).
    */
-  async openContent(userId: string, file: ResourceRecord, early?: PrefetchedContent): Promise<{ file: ResourceRecord; content: ContentHandle }> {
-    if (early?.key === file.storageKey) {
-      this.prefetch.remember(userId, file);
-      return { file, content: await early.open() };
-    }
-    early?.cancel();
+  async openContent(userId: string, file: ResourceRecord): Promise<{ file: ResourceRecord; content: ContentHandle }> {
     let current: ResourceRecord | undefined = file;
     for (let attempt = 0; attempt < 3 && current?.storageKey; attempt++) {
       try {
         const content = await this.store.open(current.storageKey);
-        this.prefetch.remember(userId, current);
         return { file: current, content };
       } catch (err) {
         if (!(err instanceof ContentNotFoundError)) throw err;

@@ -38,7 +38,7 @@ export const components = {
           properties: {
             code: {
               type: 'string',
-              enum: ['INVALID_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'NAME_CONFLICT', 'PRECONDITION_FAILED', 'FILE_TOO_LARGE', 'RATE_LIMITED', 'INTERNAL', 'SERVICE_UNAVAILABLE'],
+              enum: ['INVALID_REQUEST', 'UNAUTHORIZED', 'PASSWORD_REQUIRED', 'FORBIDDEN', 'NOT_FOUND', 'NAME_CONFLICT', 'PRECONDITION_FAILED', 'FILE_TOO_LARGE', 'RATE_LIMITED', 'INTERNAL', 'SERVICE_UNAVAILABLE'],
             },
             message: { type: 'string' },
             details: {},

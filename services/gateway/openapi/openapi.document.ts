@@ -6,6 +6,7 @@
  */
 import { accountPaths } from './accounts.paths';
 import { appPasswordPaths, appPasswordSchemas, appPasswordsTag } from './app-passwords.paths';
+import { linkPaths, linkSchemas, linkSecuritySchemes, linksTag } from './links.paths';
 import { components } from './components';
 import { filePaths } from './files.paths';
 import { monitoringPaths } from './monitoring.paths';
@@ -41,6 +42,7 @@ export const openapiDocument = {
     { name: 'sync', description: 'outbox synchronisation, the permission snapshot and the change feed' },
     trashTag,
     appPasswordsTag,
+    linksTag,
     { name: 'uploads', description: 'resumable uploads over tus 1.0.0' },
     ...quotaTags,
     { name: 'operations', description: 'health, readiness, metrics and this description' },
@@ -53,12 +55,14 @@ export const openapiDocument = {
     ...syncPaths,
     ...trashPaths,
     ...appPasswordPaths,
+    ...linkPaths,
     ...uploadPaths,
     ...monitoringPaths,
   },
   components: {
     ...components,
+    securitySchemes: { ...components.securitySchemes, ...linkSecuritySchemes },
     parameters: trashParameters,
-    schemas: { ...components.schemas, ...trashSchemas, ...quotaSchemas, ...appPasswordSchemas },
+    schemas: { ...components.schemas, ...trashSchemas, ...quotaSchemas, ...appPasswordSchemas, ...linkSchemas },
   },
 } as const;
