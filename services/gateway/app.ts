@@ -27,6 +27,7 @@ import { sessionRoutes } from './auth/session.routes';
 import { SessionService } from './auth/session.service';
 import { AuthService } from './auth/auth.service';
 import { ConcurrencyLimiter } from './auth/limiter';
+import { PasswordConfirmation } from './auth/password.confirmation';
 import { PasswordHasher } from './auth/password.hasher';
 import { PrincipalCache } from './auth/principal.cache';
 import { PrincipalService } from './auth/principal.service';
@@ -161,7 +162,12 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   ];
   const registerLimit = limits.limit('register', config.registerRateLimit, clientAddress, 'too many device registrations from this address, retry later');
 
-  const appPasswords = new AppPasswordsService(new AppPasswordRepository(db), new AppPasswordSecrets(deps.jwtSecret), principals, logger);
+  // Minting an app password asks for the account password, counted like a sign-in.
+  const confirmation = new PasswordConfirmation(users, hasher, {
+    address: limits.attempts('login-address', config.loginAddressRateLimit),
+    account: limits.attempts('login', config.loginRateLimit),
+  });
+  const appPasswords = new AppPasswordsService(new AppPasswordRepository(db), new AppPasswordSecrets(deps.jwtSecret), principals, logger, confirmation);
   const dav = new DavService(new DavRepository(db));
   const davLocks = new DavLockStore(config.redisUrl, config.queuePrefix, logger);
   // RFC 4331's figures from the user's byte counters: what the quota leaves, none without a quota.

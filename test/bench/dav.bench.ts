@@ -67,7 +67,7 @@ export async function runDav(ctx: BenchContext): Promise<ScenarioReport> {
   const { stack, client, profile, log } = ctx;
   const quick = profile.name === 'quick';
   const [user] = (await provisionUsers(client, ctx.adminToken, ['dav'])) as [BenchUser];
-  const created = await client.json('POST', '/v1/app-passwords', { name: 'bench' }, user.token);
+  const created = await client.json('POST', '/v1/app-passwords', { name: 'bench', currentPassword: user.password }, user.token);
   if (created.status !== 201) throw new Error(`app password: ${created.status} ${created.text}`);
   const basic = `Basic ${Buffer.from(`${user.username}:${created.body.password}`).toString('base64')}`;
   const bearer = `Bearer ${user.token}`;

@@ -38,10 +38,23 @@ describe('app passwords', () => {
   });
 
   test('a name must be 1 to 100 characters', async () => {
-    expect((await stack.admin.post('/v1/app-passwords', { name: '' })).status).toBe(400);
-    expect((await stack.admin.post('/v1/app-passwords', { name: 'x'.repeat(101) })).status).toBe(400);
-    expect((await stack.admin.post('/v1/app-passwords', {})).status).toBe(400);
+    const currentPassword = ADMIN.password;
+    expect((await stack.admin.post('/v1/app-passwords', { name: '', currentPassword })).status).toBe(400);
+    expect((await stack.admin.post('/v1/app-passwords', { name: 'x'.repeat(101), currentPassword })).status).toBe(400);
+    expect((await stack.admin.post('/v1/app-passwords', { currentPassword })).status).toBe(400);
     expect((await new DavClient(stack.gateway.baseUrl, '').request('POST', '/v1/app-passwords')).status).toBe(401);
+  });
+
+  test('creation asks for the account password: 400 without it, 403 when wrong, and nothing is created', async () => {
+    const before = (await stack.env.db('app_passwords').count({ n: '*' }))[0].n;
+    const missing = await stack.admin.post('/v1/app-passwords', { name: 'no password' });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.code).toBe('INVALID_REQUEST');
+    const wrong = await stack.admin.post('/v1/app-passwords', { name: 'stolen token', currentPassword: 'not-the-password' });
+    expect(wrong.status).toBe(403);
+    expect(wrong.body.error.code).toBe('FORBIDDEN');
+    expect((await stack.env.db('app_passwords').count({ n: '*' }))[0].n).toBe(before);
+    expect((await stack.admin.post('/v1/app-passwords', { name: 'with password', currentPassword: ADMIN.password })).status).toBe(201);
   });
 
   test('the app password opens /dav/ and records its use; the account password and nothing at all get 401 with the Basic challenge', async () => {
@@ -116,9 +129,20 @@ describe('failed WebDAV sign-ins and the login rate limits', () => {
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await good.propfind('/dav/', '0')).status).toBe(429);
-    // The same budget as POST /v1/auth/login.
+    // The same budget as POST /v1/auth/login, and as confirming the password for a new app password.
     const device = await stack.admin.registerDevice();
     expect((await stack.admin.post('/v1/auth/login', { username: ADMIN.username, password: ADMIN.password, deviceId: device })).status).toBe(429);
+    expect((await stack.admin.post('/v1/app-passwords', { name: 'locked out', currentPassword: ADMIN.password })).status).toBe(429);
+  });
+
+  test('a burst of wrong current passwords for new app passwords checks no more than the login limit', async () => {
+    const user = await stack.admin.createUser('apw-burst');
+    const tries = await Promise.all(Array.from({ length: 30 }, (_, i) => user.api.post('/v1/app-passwords', { name: `guess ${i}`, currentPassword: `guess-${i}` })));
+    const statuses = tries.map((r) => r.status);
+    expect(statuses.every((s) => s === 403 || s === 429 || s === 503)).toBe(true);
+    // The user's sign-in took one of the 4 attempts of this address and username.
+    expect(statuses.filter((s) => s === 403).length).toBeLessThanOrEqual(3);
+    expect(await stack.env.db('app_passwords').where({ user_id: user.userId }).first()).toBeUndefined();
   });
 
   test('a burst of parallel Basic guesses is counted before any lookup: no more than the limit are checked', async () => {

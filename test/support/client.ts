@@ -10,6 +10,8 @@ export class Api {
   constructor(
     readonly baseUrl: string,
     readonly token?: string,
+    /** The account password this client signed in with, for requests that confirm it. */
+    readonly password?: string,
   ) {}
 
   withToken(token: string): Api {
@@ -63,7 +65,7 @@ export class Api {
     const device = deviceId ?? (await this.registerDevice());
     const res = await this.post('/v1/auth/login', { username, password, deviceId: device });
     if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`);
-    return { api: this.withToken(res.body.token), userId: res.body.user.id, deviceId: device, token: res.body.token };
+    return { api: new Api(this.baseUrl, res.body.token, password), userId: res.body.user.id, deviceId: device, token: res.body.token };
   }
 
   /** As an admin client: creates a user and logs it in on a new device. */

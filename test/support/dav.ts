@@ -10,8 +10,10 @@ export interface AppPassword {
   createdAt: string;
 }
 
-export async function createAppPassword(api: Api, name = 'webdav client'): Promise<AppPassword> {
-  const res = await api.post('/v1/app-passwords', { name });
+/** `currentPassword`: the account password, by default the one `api` signed in with. */
+export async function createAppPassword(api: Api, name = 'webdav client', currentPassword = api.password): Promise<AppPassword> {
+  if (currentPassword === undefined) throw new Error('app password creation needs the account password');
+  const res = await api.post('/v1/app-passwords', { name, currentPassword });
   if (res.status !== 201) throw new Error(`app password creation failed: ${res.status} ${res.text}`);
   return res.body as AppPassword;
 }

@@ -1,10 +1,14 @@
 import { Router } from 'express';
 import Joi from 'joi';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
+import { clientAddress } from '../auth/rate.limits';
 import { singleParam, validateBody } from '../http/request';
 import type { AppPasswordRecord, AppPasswordsService } from './app-passwords.service';
 
-const createSchema = Joi.object({ name: Joi.string().min(1).max(100).required() });
+const createSchema = Joi.object({
+  name: Joi.string().min(1).max(100).required(),
+  currentPassword: Joi.string().min(1).max(1024).required(),
+});
 
 const view = (r: AppPasswordRecord) => ({
   id: r.id,
@@ -19,8 +23,8 @@ export function appPasswordRoutes(service: AppPasswordsService, authenticated: R
   const router = Router();
 
   router.post('/app-passwords', authenticated, async (req, res) => {
-    const { name } = validateBody(createSchema, req.body);
-    const created = await service.create(principalOf(req).userId, name);
+    const { name, currentPassword } = validateBody(createSchema, req.body);
+    const created = await service.create(principalOf(req), name, currentPassword, clientAddress(req));
     res.status(201).json({
       id: created.id,
       name: created.name,

@@ -3,6 +3,7 @@ import type { Principal } from '../../../shared/db/repositories/user.repository'
 import { notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
 import type { Logger } from '../../../shared/logger';
+import type { PasswordConfirmation } from '../auth/password.confirmation';
 import type { PrincipalCache } from '../auth/principal.cache';
 import type { AppPasswordSecrets } from './app-password.secret';
 
@@ -27,9 +28,13 @@ export class AppPasswordsService {
     private readonly secrets: AppPasswordSecrets,
     private readonly cache: PrincipalCache,
     private readonly logger: Logger,
+    private readonly confirmation: PasswordConfirmation,
   ) {}
 
-  async create(userId: string, name: string): Promise<CreatedAppPassword> {
+  /** Only with the account password (`currentPassword`), checked as a sign-in from `address`. */
+  async create(who: { userId: string; username: string }, name: string, currentPassword: string, address: string): Promise<CreatedAppPassword> {
+    await this.confirmation.confirm(who, address, currentPassword);
+    const userId = who.userId;
     const password = this.secrets.generate();
     const record: AppPasswordRecord = { id: newId(), userId, deviceId: newId(), name, createdAt: new Date(), lastUsedAt: null };
     await this.repo.insert(record, this.secrets.hash(password), APP_PASSWORD_PLATFORM);

@@ -2,7 +2,7 @@
  * App passwords (API.md 1.3, "WebDAV for stock clients"), merged into the document by ../openapi.ts.
  * WebDAV itself, at `/dav/`, is outside `/v1` and is described by RFC 4918 and docs/WEBDAV.md.
  */
-import { ID, json, ref, response, TIMESTAMP } from './common';
+import { errorResponse, ID, json, ref, response, TIMESTAMP } from './common';
 
 const idParam = { name: 'id', in: 'path', required: true, description: 'the app password’s id', schema: ID };
 
@@ -14,8 +14,16 @@ export const appPasswordsTag = {
 export const appPasswordSchemas = {
   AppPasswordCreation: {
     type: 'object',
-    required: ['name'],
-    properties: { name: { type: 'string', minLength: 1, maxLength: 100, description: 'also the name of the device created for it' } },
+    required: ['name', 'currentPassword'],
+    properties: {
+      name: { type: 'string', minLength: 1, maxLength: 100, description: 'also the name of the device created for it' },
+      currentPassword: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 1024,
+        description: 'the account password, so that a token alone cannot mint a lasting credential; checked like a sign-in and counted against the login rate limits',
+      },
+    },
   },
   CreatedAppPassword: {
     type: 'object',
@@ -53,7 +61,9 @@ export const appPasswordPaths = {
         '201': { description: 'the password, shown this once', content: json(ref('CreatedAppPassword')) },
         '400': response('BadRequest'),
         '401': response('Unauthorized'),
+        '403': errorResponse('`currentPassword` is not the account password (FORBIDDEN); nothing is created'),
         '413': response('BodyTooLarge'),
+        '429': response('RateLimited'),
         '503': response('Unavailable'),
       },
     },
