@@ -71,6 +71,10 @@ export interface S3Config {
   readonly forcePathStyle: boolean;
   /** Static credentials; undefined lets the AWS SDK's default chain find them (environment, web identity, instance role). */
   readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined;
+  /** S3_DOWNLOADS: whole-content downloads streamed through the gateway (`proxy`, also when absent) or answered with a presigned URL (`redirect`). */
+  readonly downloads?: 'proxy' | 'redirect';
+  /** S3_PUBLIC_ENDPOINT: the endpoint clients reach the store on, for presigned URLs; undefined: the endpoint itself. */
+  readonly publicEndpoint?: string;
 }
 
 export class ConfigError extends Error {}
@@ -129,6 +133,12 @@ const schema = Joi.object({
   S3_FORCE_PATH_STYLE: Joi.boolean(),
   S3_ACCESS_KEY_ID: Joi.string().max(256),
   S3_SECRET_ACCESS_KEY: Joi.string().max(256),
+  S3_DOWNLOADS: Joi.string().valid('proxy', 'redirect').default('proxy'),
+  // The base presigned URLs start with: no query or fragment to mix into theirs.
+  S3_PUBLIC_ENDPOINT: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .pattern(/^[^?#]*$/)
+    .message('S3_PUBLIC_ENDPOINT must be an http(s) URL without a query or fragment, such as https://s3.example.com'),
 })
   .and('ADMIN_USERNAME', 'ADMIN_PASSWORD')
   .and('S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY')
@@ -234,6 +244,8 @@ function s3Config(value: Record<string, any>): S3Config {
     region: value.S3_REGION,
     forcePathStyle: value.S3_FORCE_PATH_STYLE ?? value.S3_ENDPOINT !== undefined,
     credentials: undefined,
+    downloads: value.S3_DOWNLOADS,
+    publicEndpoint: value.S3_PUBLIC_ENDPOINT,
   };
   // Not enumerable: a log line or a JSON dump of the configuration never shows the secret.
   Object.defineProperty(s3, 'credentials', { value: credentials && Object.freeze(credentials), enumerable: false });

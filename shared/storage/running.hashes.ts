@@ -1,6 +1,7 @@
 import { createHash, type Hash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 
-/** How many unfinished uploads keep a running hash; the oldest is forgotten beyond it (read back at the end). */
+/** How many unfinished uploads keep a running hash; the least recently written is forgotten beyond it (read back at the end). */
 const MAX_STATES = 10_000;
 
 /**
@@ -9,7 +10,7 @@ const MAX_STATES = 10_000;
  * whose chunks came out of order, or through another gateway, has no state: its bytes are read back.
  */
 export class RunningHashes {
-  private readonly states = new Map<string, { hash: Hash; offset: number }>();
+  private readonly states = new LRUCache<string, { hash: Hash; offset: number }>({ max: MAX_STATES });
 
   /** The hash to feed the bytes written at `offset`, or undefined when it cannot continue here. */
   take(id: string, offset: number): Hash | undefined {
@@ -21,7 +22,6 @@ export class RunningHashes {
 
   /** Keeps `hash`, covering the upload's bytes up to `offset`, for its next PATCH. */
   keep(id: string, hash: Hash, offset: number): void {
-    if (this.states.size >= MAX_STATES) this.states.delete(this.states.keys().next().value as string);
     this.states.set(id, { hash, offset });
   }
 

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { Request, Response } from 'express';
 import { AppError } from '../../../shared/errors';
-import type { ByteRange, ContentHandle } from '../../../shared/storage/content.store';
+import type { ByteRange, ContentHandle, ContentStore } from '../../../shared/storage/content.store';
 import { reprDigest } from './digest';
 import { sendCoalesced } from '../http/coalesced.pipe';
 import type { ResourceRecord } from '../files/files.service';
@@ -47,14 +47,34 @@ function requestedRange(req: Request, size: number, etag: string | undefined): B
 }
 
 /**
- * The bytes of `file` sendContent would send for this request, for a read started before the file
- * is read again (content.prefetch.ts); undefined when none should start: a HEAD, a conditional
- * request (it may end in 304 or 412), a range past the end.
+ * Answers a whole-content GET with 302 to the store's own URL for `key` when the store hands
+ * downloads to clients (S3_DOWNLOADS=redirect), and says whether it did (`content`, the handle open
+ * on `key`, is then closed). The gateway sends the bytes
+ * itself for a HEAD, a Range (206 and Content-Range are its own), an If-Match (412 is), and on a
+ * store that serves through the gateway. Call it once `key` is open (it exists) and the content's
+ * headers are set: the URL makes the store send the same Content-Disposition and Content-Type. The
+ * 302 keeps ETag and Repr-Digest, which name the bytes behind the Location. Responses that must
+ * carry the gateway's own headers (WebDAV, share links) do not call it: they are always proxied.
  */
-export function prefetchRange(req: Request, file: ResourceRecord): { range: ByteRange | undefined } | undefined {
-  if (req.method !== 'GET' || req.headers['if-none-match'] !== undefined || req.headers['if-match'] !== undefined) return undefined;
-  const range = requestedRange(req, file.sizeBytes, contentEtag(file));
-  return range === 'unsatisfiable' ? undefined : { range };
+export async function redirectToStore(req: Request, res: Response, store: ContentStore, key: string, content: ContentHandle): Promise<boolean> {
+  if (req.method !== 'GET' || !store.downloadUrl || req.headers.range !== undefined || req.headers['if-match'] !== undefined) return false;
+  const headers = { contentDisposition: String(res.getHeader('Content-Disposition')), contentType: String(res.getHeader('Content-Type')) };
+  let url: string | undefined;
+  try {
+    url = await store.downloadUrl(key, headers);
+  } catch (err) {
+    await content.close();
+    throw err;
+  }
+  if (!url) return false;
+  await content.close();
+  res.removeHeader('Content-Disposition');
+  res.removeHeader('Content-Type');
+  // The URL expires within minutes: no cache keeps the redirect.
+  res.setHeader('Cache-Control', 'no-store');
+  res.status(302).setHeader('Location', url);
+  res.end();
+  return true;
 }
 
 /**

@@ -2,7 +2,8 @@ import { Router, type Request } from 'express';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, singleParam } from '../http/request';
 import { toFileView } from '../files/files.presenter';
-import { contentEtag, notModified, sendContent, setContentHeaders } from '../content/content.download';
+import type { ContentStore } from '../../../shared/storage/content.store';
+import { contentEtag, notModified, redirectToStore, sendContent, setContentHeaders } from '../content/content.download';
 import type { ResourceRecord, VersionRecord, VersionsService } from './versions.service';
 
 export interface VersionView {
@@ -42,7 +43,7 @@ function header(req: Request, name: string): string | undefined {
 }
 
 /** `/files/:id/versions...`: the version history of a file. */
-export function versionRoutes(versions: VersionsService, authenticated: ReturnType<typeof requireUser>): Router {
+export function versionRoutes(versions: VersionsService, store: ContentStore, authenticated: ReturnType<typeof requireUser>): Router {
   const router = Router();
 
   router.get('/files/:id/versions', authenticated, async (req, res) => {
@@ -51,7 +52,7 @@ export function versionRoutes(versions: VersionsService, authenticated: ReturnTy
     res.json({ items: page.items.map(toVersionView), total: page.total, limit, offset });
   });
 
-  // Exactly like GET /files/:id/content: Range, ETag, Repr-Digest, If-None-Match.
+  // Exactly like GET /files/:id/content: Range, ETag, Repr-Digest, If-None-Match, S3_DOWNLOADS.
   router.get('/files/:id/versions/:versionId/content', authenticated, async (req, res) => {
     const { file, version } = await versions.find(principalOf(req).userId, singleParam(req, 'id'), singleParam(req, 'versionId'));
     const content = asContent(file, version);
@@ -64,6 +65,7 @@ export function versionRoutes(versions: VersionsService, authenticated: ReturnTy
       const opened = await versions.open(version);
       res.attachment(file.name);
       res.type(content.mimeType || 'application/octet-stream');
+      if (await redirectToStore(req, res, store, version.storageKey, opened)) return;
       await sendContent(req, res, content, opened);
     } catch (err) {
       if (!res.headersSent) for (const name of ['Content-Type', 'Content-Disposition', 'ETag', 'Repr-Digest']) res.removeHeader(name);

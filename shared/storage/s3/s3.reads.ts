@@ -1,11 +1,10 @@
-import type { Readable, Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { ContentNotFoundError, type ByteRange, type ContentHandle, type PrefetchedContent } from '../content.store';
+import { LRUCache } from 'lru-cache';
+import { ContentNotFoundError, type ByteRange, type ContentHandle } from '../content.store';
 import { isNotFound, statusOf } from './s3.client';
-import type { S3SocketReads, StartedRead } from './s3.socket-reads';
 
-/** Size and ETag of objects read recently; the oldest are dropped first. */
+/** Size and ETag of objects read recently; the least recently read are dropped first. */
 const HEAD_CACHE_ENTRIES = 10_000;
 
 export interface ObjectHead {
@@ -16,7 +15,7 @@ export interface ObjectHead {
 
 /**
  * The read side of the S3 content store, by full object key: HEADs, and GETs pinned to the ETag a
- * handle was opened on.
+ * handle was opened on, whose body (the SDK's stream) goes to the reader as it is.
  */
 export class S3Reads {
   /**
@@ -24,15 +23,11 @@ export class S3Reads {
    * holds until it is removed: reads of a key seen before skip that round trip. The GET is still
    * pinned to the ETag, so a stale entry can only make a read fail, never serve other bytes.
    */
-  private readonly heads = new Map<string, ObjectHead>();
-  /** Reads started by `prefetch`: written by their handle, or dropped. */
-  readonly prefetches = { used: 0, dropped: 0 };
+  private readonly heads = new LRUCache<string, ObjectHead>({ max: HEAD_CACHE_ENTRIES });
 
   constructor(
     private readonly client: S3Client,
     private readonly bucket: string,
-    /** Reads straight into a response, on a plain-HTTP endpoint (s3.socket-reads.ts). */
-    private readonly sockets?: S3SocketReads,
   ) {}
 
   /** A handle on the object `objectKey`; `key` (the store's key of it) names it in a not-found error. */
@@ -41,63 +36,14 @@ export class S3Reads {
     if (!head) {
       head = await this.head(objectKey);
       if (!head) throw new ContentNotFoundError(key);
-      if (this.heads.size >= HEAD_CACHE_ENTRIES) this.heads.delete(this.heads.keys().next().value as string);
       this.heads.set(objectKey, head);
     }
-    return this.handle(objectKey, head);
-  }
-
-  /**
-   * The bytes in `range` of an object read recently (its size and ETag known), requested now over a
-   * socket and read when the handle `open` gives is written; undefined for any other object.
-   */
-  prefetch(objectKey: string, key: string, range: ByteRange | undefined): PrefetchedContent | undefined {
-    const head = this.heads.get(objectKey);
-    if (!head || !this.sockets || (range && range.end >= head.size)) return undefined;
-    const started = this.sockets.start(objectKey, head.etag, head.size, range);
-    const cancel = () => {
-      this.prefetches.dropped++;
-      started.cancel();
-    };
-    return { key, open: async () => this.handle(objectKey, head, { range, started }), cancel };
-  }
-
-  /** A handle on an object whose HEAD is known; `early`, a read already started for one range. */
-  private handle(objectKey: string, head: ObjectHead, early?: { range: ByteRange | undefined; started: StartedRead }): ContentHandle {
-    const { etag, size } = head;
-    const { sockets } = this;
-    let pending = early;
-    const drop = () => {
-      if (!pending) return;
-      this.prefetches.dropped++;
-      pending.started.cancel();
-      pending = undefined;
-    };
-    // The started read serves the range it was started on, once; anything else drops it.
-    const startedFor = (range: ByteRange | undefined) => {
-      if (!pending || pending.range?.start !== range?.start || pending.range?.end !== range?.end) return drop();
-      const { started } = pending;
-      pending = undefined;
-      this.prefetches.used++;
-      return started;
-    };
+    const { size, etag } = head;
     return {
       size,
       // Pinned to the ETag seen at opening: bytes of a newer object under the key are never mixed in.
-      read: (range?: ByteRange) => {
-        drop();
-        return this.download(objectKey, etag, range);
-      },
-      ...(sockets && {
-        writeTo: async (dest: Writable, range?: ByteRange) => {
-          const started = startedFor(range) ?? sockets.start(objectKey, etag, size, range);
-          const outcome = await started.writeTo(dest);
-          if (outcome.sent) return;
-          // Declined before a byte was sent: the SDK reads it, retrying and naming the error.
-          await pipeline(await this.download(objectKey, etag, range), dest, { end: false });
-        },
-      }),
-      close: async () => drop(),
+      read: (range?: ByteRange) => this.download(objectKey, key, etag, range),
+      close: async () => undefined,
     };
   }
 
@@ -117,8 +63,8 @@ export class S3Reads {
     this.heads.delete(objectKey);
   }
 
-  /** The SDK's response body itself: nothing between it and the reader. */
-  private async download(objectKey: string, etag: string | undefined, range?: ByteRange): Promise<Readable> {
+  /** The SDK's response body itself, the Range passed to the store: nothing between it and the reader. */
+  private async download(objectKey: string, key: string, etag: string | undefined, range?: ByteRange): Promise<Readable> {
     try {
       const res = await this.client.send(
         new GetObjectCommand({
@@ -132,7 +78,7 @@ export class S3Reads {
     } catch (err) {
       const gone = isNotFound(err) || statusOf(err) === 412;
       if (gone) this.heads.delete(objectKey);
-      throw gone ? new ContentNotFoundError(objectKey) : err;
+      throw gone ? new ContentNotFoundError(key) : err;
     }
   }
 }

@@ -13,10 +13,9 @@ import type { S3Config } from '../../config';
 import { newId } from '../../ids';
 import {
   STAGING_PREFIX,
-  type ByteRange,
   type ContentHandle,
   type ContentStore,
-  type PrefetchedContent,
+  type DownloadHeaders,
   type ResumableDataStore,
   type StageOptions,
   type StagedContent,
@@ -26,9 +25,9 @@ import {
 import { HashMeter } from '../hash.meter';
 import { createS3Client, isNotFound, statusOf } from './s3.client';
 import { listMultipartUploads, listObjects, type MultipartUpload } from './s3.listing';
-import { PartBuffers, putStreamed } from './s3.multipart';
+import { S3DownloadLinks } from './s3.download-links';
+import { putStreamed } from './s3.multipart';
 import { S3Reads } from './s3.reads';
-import { S3SocketReads } from './s3.socket-reads';
 import { HELD_IN_MEMORY, readUpTo } from './s3.staging';
 import { S3TusStore, TUS_PREFIX } from './s3.tus-store';
 
@@ -37,11 +36,11 @@ export const MARKER_KEY = '.filesync-store';
 
 /**
  * Streamed uploads go out in parts of this size, a few at once: a content smaller than one part is
- * one PutObject, a larger one a multipart upload. At most PART_SIZE x PARTS_IN_FLIGHT bytes of an
- * upload are in memory, whatever its size.
+ * one PutObject, a larger one a multipart upload. At most PART_SIZE x (PARTS_IN_FLIGHT + 1) bytes of
+ * an upload are in memory (the parts being sent and the one being gathered), whatever its size.
  */
 export const PART_SIZE = 16 * 1024 * 1024;
-export const PARTS_IN_FLIGHT = 4;
+export const PARTS_IN_FLIGHT = 3;
 
 /** CopyObject copies at most 5 GiB in one request. */
 const MAX_SINGLE_COPY = 5 * 1024 ** 3;
@@ -58,17 +57,15 @@ export class S3ContentStore implements ContentStore {
   private tus: S3TusStore | undefined;
   /** Staged content small enough to be held in memory until it is placed or discarded (s3.staging.ts). */
   private readonly held = new Map<string, Buffer>();
-  /** The memory of the parts of streamed uploads, reused from one to the next (s3.multipart.ts). */
-  private readonly partBuffers = new PartBuffers(PART_SIZE, PARTS_IN_FLIGHT + 1);
   /** HEADs, cached, and GETs pinned to an ETag (s3.reads.ts). */
   private readonly reads: S3Reads;
-  /** @internal Downloads over a plain-HTTP endpoint's sockets (s3.socket-reads.ts); undefined on TLS. */
-  readonly socketReads: S3SocketReads | undefined;
+  /** Presigned GETs, with S3_DOWNLOADS=redirect (s3.download-links.ts). */
+  private readonly links: S3DownloadLinks | undefined;
 
   constructor(readonly config: S3Config) {
     this.client = createS3Client(config);
-    this.socketReads = S3SocketReads.for(this.client, config);
-    this.reads = new S3Reads(this.client, config.bucket, this.socketReads);
+    this.reads = new S3Reads(this.client, config.bucket);
+    this.links = config.downloads === 'redirect' ? new S3DownloadLinks(config) : undefined;
   }
 
   get location(): string {
@@ -114,7 +111,7 @@ export class S3ContentStore implements ContentStore {
       }
       writing = true;
       // Leaving the iteration early (a failed part) ends the reading of the meter.
-      await putStreamed({ client: this.client, bucket: this.bucket, key: this.objectKey(stagingKey), buffers: this.partBuffers, partsInFlight: PARTS_IN_FLIGHT }, read.rest);
+      await putStreamed({ client: this.client, bucket: this.bucket, key: this.objectKey(stagingKey), partSize: PART_SIZE, partsInFlight: PARTS_IN_FLIGHT }, read.rest);
       return { stagingKey, size: meter.received, sha256: meter.digest() };
     } catch (err) {
       meter.destroy();
@@ -155,13 +152,8 @@ export class S3ContentStore implements ContentStore {
     return this.reads.open(this.objectKey(key), key);
   }
 
-  /** @internal Reads started by `prefetch`, written or dropped. */
-  get prefetches(): { readonly used: number; readonly dropped: number } {
-    return this.reads.prefetches;
-  }
-
-  prefetch(key: string, range: ByteRange | undefined): PrefetchedContent | undefined {
-    return this.reads.prefetch(this.objectKey(key), key, range);
+  async downloadUrl(key: string, headers: DownloadHeaders): Promise<string | undefined> {
+    return this.links?.url(this.objectKey(key), headers);
   }
 
   async stat(key: string): Promise<StoredObject | undefined> {
