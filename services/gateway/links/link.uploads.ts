@@ -57,7 +57,7 @@ export function linkMultipart(storage: UploadStaging, maxUploadBytes: number): R
     streamHandler: feedNotingFileType,
   };
   const single = multer(options).single('file');
-  return (req: Request, res: Response, next: NextFunction) => single(req, res, (err?: unknown) => next(err ? uploadError(err) : undefined));
+  return (req: Request, res: Response, next: NextFunction) => single(req, res, (err?: unknown) => next(err ? uploadError(err, maxUploadBytes) : undefined));
 }
 
 export interface LinkUploadTarget {
