@@ -262,6 +262,33 @@ describe.each(DRIVERS)('hostile input on the %s driver', (driver) => {
     });
   });
 
+  describe('WebDAV XML bodies', () => {
+    const propfind = (body: string) =>
+      admin.request('PROPFIND', '/dav/', { body: Buffer.from(body), headers: { depth: '0', 'content-type': 'application/xml' } });
+
+    test('a body nested 20,000 deep gets 400 at its first element too deep, ahead of a broken tail', async () => {
+      const res = await propfind(`<D:propfind xmlns:D="DAV:">${'<D:a>'.repeat(20_000)}</wrong>`);
+      expect(res.status).toBe(400);
+      expect(res.text).toMatch(/nested deeper than 64/);
+    });
+
+    test('a body of 10,001 elements, or of 10,001 attributes, gets 400', async () => {
+      const elements = await propfind(`<D:propfind xmlns:D="DAV:"><D:prop>${'<D:x/>'.repeat(9_999)}</D:prop></D:propfind>`);
+      expect([elements.status, elements.text]).toEqual([400, expect.stringMatching(/more than 10000 elements/)]);
+      const attributes = await propfind(`<D:propfind xmlns:D="DAV:"><D:prop>${'<D:x a="" b=""/>'.repeat(5_000)}</D:prop></D:propfind>`);
+      expect([attributes.status, attributes.text]).toEqual([400, expect.stringMatching(/more than 10000 attributes/)]);
+    });
+
+    test('a PROPPATCH with a property nested past the limit stores nothing, and the tree stays readable', async () => {
+      const value = `${'<p:n>'.repeat(1_400)}${'</p:n>'.repeat(1_400)}`;
+      const body = `<D:propertyupdate xmlns:D="DAV:" xmlns:p="urn:p"><D:set><D:prop>${value}</D:prop></D:set></D:propertyupdate>`;
+      const res = await admin.request('PROPPATCH', '/dav/', { body: Buffer.from(body), headers: { 'content-type': 'application/xml' } });
+      expect(res.status).toBe(400);
+      expect(await env.db('dav_properties').where({ user_id: userId }).select('local_name')).toEqual([]);
+      expect((await propfind('<D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>')).status).toBe(207);
+    });
+  });
+
   test('the token used here is a real one (guards the tests above against passing for the wrong reason)', async () => {
     expect((await anon.get('/v1/files', { authorization: `bearer ${token}` })).status).toBe(200);
   });
