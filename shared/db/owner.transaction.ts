@@ -3,7 +3,7 @@ import { DerivedData } from './derived/derived.hooks';
 import type { Db } from './knex';
 import { UsageLedger } from '../quota/usage.ledger';
 import { sendTogether, statementOf } from './statement.batch';
-import { TogetherQueues, type TogetherWrite } from './owner.together';
+import { TogetherQueues, type TogetherWrite } from './group.commit';
 import { unavailable } from '../errors';
 
 /** `deviceId` of a change no device made (the scheduled purge, an operator's repair). */
@@ -163,7 +163,7 @@ export class OwnerTransactions {
 
   /**
    * As `run`, but the work may share one transaction with other writes of the same owner that wait
-   * in this process at the same moment (owner.together.ts), in the order they came. Each runs behind
+   * in this process at the same moment (group.commit.ts), in the order they came. Each runs behind
    * a savepoint: one that fails is rolled back alone, with what it left for the end of the
    * transaction, and rejects alone; the others commit. For writes that are many, small and
    * independent (uploads), whose cost is mostly the lock and the commit.

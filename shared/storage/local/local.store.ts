@@ -18,7 +18,7 @@ import {
   type UploadGone,
 } from '../content.store';
 import { HashMeter } from '../hash.meter';
-import { writeDescriptor } from './descriptor.writer';
+import { writeDescriptor } from './buffer.pool';
 import { LocalTusStore, TUS_PREFIX } from './tus.file-store';
 
 /** The marker file, at the top of the folder, where fsck never looks for content. */

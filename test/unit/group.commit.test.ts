@@ -1,4 +1,4 @@
-import { TogetherQueues, type TogetherLimits, type TogetherWrite } from '../../shared/db/owner.together';
+import { TogetherQueues, type TogetherLimits, type TogetherWrite } from '../../shared/db/group.commit';
 
 /** A commit that records each group and holds it until released, then settles every write with its index. */
 function heldCommits() {

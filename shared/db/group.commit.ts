@@ -31,7 +31,7 @@ interface Owner {
 }
 
 /**
- * Per owner, the writes of this process that wait while one of that owner's transactions runs. One
+ * Group commit, per owner: the writes of this process that wait while one of that owner's transactions runs. One
  * user's writes are serialised by the owner's row lock anyway, and each transaction pays the lock,
  * the counters' statement and a durable commit (an fsync) while holding it: when the transaction ends,
  * the writes that queued meanwhile all go into the next one, so a burst of small uploads pays those

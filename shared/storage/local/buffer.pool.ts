@@ -1,6 +1,11 @@
 import { read } from 'node:fs';
 import type { Writable } from 'node:stream';
 
+/*
+ * The local driver's pool of read buffers, reused from download to download, and the copy from a
+ * file descriptor to a stream that reads through them.
+ */
+
 /** Buffers kept for the next download once their bytes have left; more are allocated when needed. */
 const KEPT = 8;
 const kept: Buffer[] = [];
