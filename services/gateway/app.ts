@@ -98,8 +98,8 @@ export interface GatewayDeps {
   sync: BatchSubmitter;
   changes: ChangeHub;
   logger: Logger;
-  /** Queues shown on the dashboard besides the sync shards (the maintenance queue). */
-  opsQueues?: Queue[];
+  /** Queues shown on the dashboard beside the sync queue: the maintenance queue. */
+  maintenanceQueues?: Queue[];
   /** The content store; by default the one the configuration names. */
   store?: ContentStore;
 }
@@ -237,7 +237,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.use(healthRoutes(new ReadinessService(db, sync, store)));
   app.use(metricsRoutes(metrics.registry));
   app.use(docsRoutes());
-  app.use(dashboardRoutes([...sync.queues, ...(deps.opsQueues ?? [])], adminGate.middleware()));
+  app.use(dashboardRoutes([...sync.queues, ...(deps.maintenanceQueues ?? [])], adminGate.middleware()));
 
   // WebDAV bodies are raw content or XML, read by its own handlers: it comes before any body parser.
   app.use(DAV_MOUNT, davRouter(davAuth, { tree: davTree, locks: davLocks, dav, quota: davQuota }, logger));

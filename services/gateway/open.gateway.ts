@@ -64,7 +64,7 @@ export async function openGateway(options: GatewayOptions): Promise<OpenGateway>
     everyMs: FEED_RECHECK_MS,
   });
   const maintenance = openMaintenanceQueue(config, config.queuePrefix);
-  const gateway = buildGateway({ config, jwtSecret, db, sync, changes, logger, opsQueues: [maintenance], store });
+  const gateway = buildGateway({ config, jwtSecret, db, sync, changes, logger, maintenanceQueues: [maintenance], store });
   const { hasher, storage } = gateway;
   if ((await ensureInitialAdmin(config, db, hasher)) === 'created') logger.info('initial administrator created');
   await Promise.all([hasher.warmUp(), sync.ready(), changes.ready(), gateway.uploads.ready(), gateway.principals.ready(), storage.sweep(STALE_STAGING_MS)]);
