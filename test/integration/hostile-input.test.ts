@@ -289,6 +289,42 @@ describe.each(DRIVERS)('hostile input on the %s driver', (driver) => {
     });
   });
 
+  describe('share links, public side', () => {
+    test('odd tokens, odd parameters and odd bodies get the contract JSON with the public headers, and store nothing', async () => {
+      const folder = await admin.post('/v1/sync/ops', {
+        ops: [{ opId: 9001, type: 'create', resourceId: 'c'.repeat(32), payload: { resourceType: 'folder', name: 'hostile-drop' } }],
+      });
+      expect(folder.status).toBe(200);
+      const drop = (await admin.post('/v1/links', { resourceId: 'c'.repeat(32), access: 'upload' })).body;
+      const read = (await admin.post('/v1/links', { resourceId: 'c'.repeat(32) })).body;
+      const before = await stored.keys();
+      const cases: Array<[string, string, RequestInit?]> = [
+        ['GET', `/v1/public/${'A'.repeat(5000)}`],
+        ['GET', '/v1/public/%00%ff%2e%2e'],
+        ['GET', '/v1/public/..%2f..%2fetc%2fpasswd/content'],
+        ['GET', `/v1/public/${read.token}/items?folderId=a&folderId=b`],
+        ['GET', `/v1/public/${read.token}/items?limit=-1`],
+        ['GET', `/v1/public/${read.token}/content?fileId=${'z'.repeat(32)}`],
+        ['GET', `/v1/public/${read.token}/archive?folderId=%00`],
+        ['POST', `/v1/public/${read.token}/unlock`, { body: '{"password": ', headers: { 'content-type': 'application/json' } }],
+        ['POST', `/v1/public/${read.token}/unlock`, { body: JSON.stringify({ password: ['a'] }), headers: { 'content-type': 'application/json' } }],
+        ['POST', `/v1/public/${drop.token}/files`, { body: 'not multipart', headers: { 'content-type': 'text/plain' } }],
+        ['POST', `/v1/public/${drop.token}/files`, { body: '--x\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nabc', headers: { 'content-type': 'multipart/form-data; boundary=x' } }],
+        ['POST', `/v1/public/${drop.token}/files`, { body: '--x\r\nContent-Disposition: form-data; name="file"; filename=".."\r\n\r\nabc\r\n--x--\r\n', headers: { 'content-type': 'multipart/form-data; boundary=x' } }],
+      ];
+      for (const [method, url, init] of cases) {
+        const res = await fetch(`${gateway.baseUrl}${url}`, { method, ...init });
+        expect([400, 401, 403, 404].includes(res.status) ? url : `${url} answered ${res.status}`).toBe(url);
+        expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+        const body = (await res.json()) as { error: { code: string } };
+        expect(typeof body.error.code).toBe('string');
+        if (url.startsWith('/v1/public/') && res.status !== 404) expect(res.headers.get('cache-control')).toBe('no-store');
+      }
+      expect(await stored.keys()).toEqual(before);
+      expect((await admin.get('/v1/files?folderId=' + 'c'.repeat(32))).body.total).toBe(0);
+    });
+  });
+
   test('the token used here is a real one (guards the tests above against passing for the wrong reason)', async () => {
     expect((await anon.get('/v1/files', { authorization: `bearer ${token}` })).status).toBe(200);
   });
