@@ -16,6 +16,8 @@ export const MAX_XML_ATTRIBUTES = 10_000;
  * escaped and with 100 names, fits several times over.
  */
 export const MAX_XML_BODY = 1024 * 1024;
+/** Bytes parsed between two turns of the event loop. */
+const SLICE_BYTES = 16 * 1024;
 
 /**
  * Reads and parses an XML request body as it arrives, with saxes (strict, namespace-aware): a body
@@ -25,8 +27,8 @@ export const MAX_XML_BODY = 1024 * 1024;
  * body is discarded unread. Over MAX_XML_BODY: 413. A blank body: undefined.
  *
  * The parser's work is bounded per element by the depth limit (saxes resolves a prefix by walking
- * up the open elements), and the reader yields to the event loop after every chunk, so no body
- * holds the gateway from its other requests for longer than one chunk's parsing.
+ * up the open elements), and the reader yields to the event loop after every 16 KiB, so no body
+ * holds the gateway from its other requests for longer than the parsing of 16 KiB.
  */
 export function readXml(req: Request): Promise<XmlElement | undefined> {
   const parser = new SaxesParser({ xmlns: true });
@@ -89,22 +91,34 @@ export function readXml(req: Request): Promise<XmlElement | undefined> {
       else req.resume();
       reject(err);
     };
+    let busy = false;
+    let ended = false;
     function onData(chunk: Buffer) {
       size += chunk.length;
       if (size > MAX_XML_BODY) return fail(new DavError(413, 'the XML body is too large'));
-      try {
-        feed(decoder.write(chunk));
-      } catch (err) {
-        return fail(err);
-      }
-      // Let other requests run between two chunks, even when many are already buffered.
+      // A slice at a time, letting other requests run in between, even when many chunks are buffered.
+      busy = true;
       req.pause();
-      setImmediate(() => {
-        if (!settled) req.resume();
-      });
+      const step = (offset: number) => {
+        if (settled) return;
+        try {
+          feed(decoder.write(chunk.subarray(offset, offset + SLICE_BYTES)));
+        } catch (err) {
+          return fail(err);
+        }
+        if (offset + SLICE_BYTES < chunk.length) return void setImmediate(() => step(offset + SLICE_BYTES));
+        setImmediate(() => {
+          busy = false;
+          if (ended) onEnd();
+          else if (!settled) req.resume();
+        });
+      };
+      step(0);
     }
     function onEnd() {
       if (settled) return;
+      ended = true;
+      if (busy) return;
       try {
         feed(decoder.end());
         if (blank) {
