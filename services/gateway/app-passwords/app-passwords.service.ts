@@ -62,10 +62,11 @@ export class AppPasswordsService {
     const key = `app-password:${hash}`;
     const cached = this.cache.getByKey(key);
     if (cached) return cached.username.toLowerCase() === username.toLowerCase() ? cached : undefined;
+    const generation = this.cache.generation;
     const found = await this.repo.findPrincipal(username, hash);
     if (!found) return undefined;
     const { appPasswordId, ...principal } = found;
-    this.cache.remember(principal, key);
+    this.cache.remember(principal, generation, key);
     // Recorded on a cache miss only, so at most once per AUTH_CACHE_MS per gateway: "last used" is that precise.
     this.repo.touch(appPasswordId, new Date()).catch((err: Error) => this.logger.warn({ err: err.message }, 'app password: could not record its use'));
     return principal;

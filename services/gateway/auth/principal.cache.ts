@@ -1,8 +1,9 @@
+import { LRUCache } from 'lru-cache';
 import type { Principal } from '../../../shared/db/repositories/user.repository';
 import type { Logger } from '../../../shared/logger';
 import { connectRedis, type RedisConnection, type RedisTarget } from '../../../shared/redis/redis.connection';
 
-/** Entries kept at most; the oldest go first. */
+/** Entries kept at most; the least recently used go first. */
 const MAX_ENTRIES = 50_000;
 
 /**
@@ -15,9 +16,14 @@ const MAX_ENTRIES = 50_000;
  * receipt. While that subscription is down, messages could be missed, so the cache is bypassed
  * entirely, and it starts empty again whenever the subscription comes back. With `ttlMs` 0 there is
  * no cache and no Redis connection.
+ *
+ * A lookup that read its row just before a revocation must not cache it just after: every forgetting
+ * bumps a generation, a lookup takes the generation before it reads (`generation`), and `remember`
+ * drops what was read under an older one.
  */
 export class PrincipalCache {
-  private readonly entries = new Map<string, { principal: Principal; until: number }>();
+  private readonly entries: LRUCache<string, Principal>;
+  private currentGeneration = 0;
   private readonly subscriber?: RedisConnection;
   private readonly publisher?: RedisConnection;
   private readonly channel: string;
@@ -25,12 +31,13 @@ export class PrincipalCache {
   private readonly waiting: Array<() => void> = [];
 
   constructor(
-    private readonly ttlMs: number,
+    ttlMs: number,
     redis: RedisTarget,
     prefix: string,
     private readonly logger: Logger,
   ) {
     this.channel = `${prefix}:principals`;
+    this.entries = new LRUCache<string, Principal>({ max: MAX_ENTRIES, ttl: Math.max(1, ttlMs) });
     if (ttlMs <= 0) return;
     this.subscriber = connectRedis(redis, 'blocking', { connectionName: `${prefix}-principals` });
     this.publisher = connectRedis(redis, 'producer');
@@ -41,7 +48,7 @@ export class PrincipalCache {
     // At every (re)connection: subscribe (again; a repeat is harmless), start from nothing, and use
     // the cache only once the subscription is confirmed.
     this.subscriber.on('ready', () => {
-      this.entries.clear();
+      this.clear();
       this.subscriber!.subscribe(this.channel).then(
         () => this.listen(true),
         (err: Error) => logger.warn({ err: err.message }, 'principal cache: could not subscribe'),
@@ -50,7 +57,7 @@ export class PrincipalCache {
     this.subscriber.on('close', () => this.listen(false));
     // On a cluster the subscription moves to another node when its node fails, and messages sent
     // meanwhile are lost: what was remembered before is dropped.
-    this.subscriber.on('-node', () => this.entries.clear());
+    this.subscriber.on('-node', () => this.clear());
   }
 
   /** The cached principal of that user and device, if it was seen to exist within the TTL. */
@@ -64,23 +71,27 @@ export class PrincipalCache {
    */
   getByKey(key: string): Principal | undefined {
     if (!this.listening) return undefined;
-    const hit = this.entries.get(key);
-    if (!hit) return undefined;
-    if (hit.until > Date.now()) return hit.principal;
-    this.entries.delete(key);
-    return undefined;
+    return this.entries.get(key);
   }
 
-  /** Remembers a principal just read from MySQL. */
-  remember(principal: Principal, key = `${principal.userId}:${principal.deviceId}`): void {
-    if (!this.listening) return;
-    if (this.entries.size >= MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(key, { principal, until: Date.now() + this.ttlMs });
+  /** Taken before a lookup reads MySQL, and handed to `remember` with what it read. */
+  get generation(): number {
+    return this.currentGeneration;
   }
 
   /**
-   * After a user's account was deleted or one of their app passwords revoked (committed): the user's
-   * entries are forgotten here at once, and on every gateway by message.
+   * Remembers a principal read from MySQL by a lookup that started under `generation`; nothing when
+   * something was forgotten (revoked) since, as the row may predate the revocation.
+   */
+  remember(principal: Principal, generation: number, key = `${principal.userId}:${principal.deviceId}`): void {
+    if (!this.listening || generation !== this.currentGeneration) return;
+    this.entries.set(key, principal);
+  }
+
+  /**
+   * After a user's account was deleted, or one of their devices or app passwords revoked (committed):
+   * the user's entries are forgotten here at once (and the generation bumped) before the message that
+   * makes every gateway forget them.
    */
   async revoked(userId: string): Promise<void> {
     this.forget(userId);
@@ -93,12 +104,19 @@ export class PrincipalCache {
   }
 
   private forget(userId: string): void {
-    for (const [key, entry] of this.entries) if (entry.principal.userId === userId) this.entries.delete(key);
+    this.currentGeneration++;
+    const keys = [...this.entries.entries()].filter(([, principal]) => principal.userId === userId).map(([key]) => key);
+    for (const key of keys) this.entries.delete(key);
+  }
+
+  private clear(): void {
+    this.currentGeneration++;
+    this.entries.clear();
   }
 
   private listen(on: boolean): void {
     this.listening = on;
-    this.entries.clear();
+    this.clear();
     if (on) for (const resolve of this.waiting.splice(0)) resolve();
   }
 

@@ -22,8 +22,9 @@ export class PrincipalService {
   async current(userId: string, deviceId: string): Promise<Principal | undefined> {
     const cached = this.cache.get(userId, deviceId);
     if (cached) return cached;
+    const generation = this.cache.generation;
     const principal = await this.users.findPrincipal(userId, deviceId);
-    if (principal) this.cache.remember(principal);
+    if (principal) this.cache.remember(principal, generation);
     return principal;
   }
 
