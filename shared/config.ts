@@ -9,6 +9,8 @@ export interface Config {
   readonly redisUrl: string;
   /** REDIS_CLUSTER_NODES: when set, every use of Redis goes to this cluster and redisUrl is unused. */
   readonly redisClusterNodes: readonly RedisNode[] | undefined;
+  /** HOST: the address the gateway and the worker's ops endpoints listen on (0.0.0.0: every IPv4 interface). */
+  readonly host: string;
   readonly port: number;
   readonly workerPort: number;
   readonly dataDir: string;
@@ -83,6 +85,7 @@ const schema = Joi.object({
   DATABASE_URL: Joi.string().uri({ scheme: ['mysql'] }).default('mysql://root@127.0.0.1:3306/filesync'),
   REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
   REDIS_CLUSTER_NODES: Joi.string().custom(parseClusterNodes),
+  HOST: Joi.string().hostname().default('127.0.0.1'),
   PORT: Joi.number().integer().min(0).max(65535).default(8080),
   WORKER_PORT: Joi.number().integer().min(0).max(65535).default(9091),
   DATA_DIR: Joi.string().default('./data'),
@@ -174,26 +177,59 @@ function parseTrustProxy(raw: string): false | number | string[] {
 export const CONFIG_VARIABLES: readonly string[] = Object.freeze(Object.keys(schema.describe().keys ?? {}));
 
 /**
- * Reads and validates the environment. Throws ConfigError naming the offending variable, so the
- * process can print one clear line and exit.
+ * Who reads the configuration: a service checks only the variables it uses, so a mistake is reported
+ * by the process it concerns; `all` (tests, and what reads for every service) checks every one.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export type ConfigReader = 'all' | 'gateway' | 'worker' | 'tool';
+
+/** Variables only the gateway uses. */
+const GATEWAY_ONLY: readonly string[] = [
+  'PORT', 'JWT_SECRET', 'ADMIN_USERNAME', 'ADMIN_PASSWORD', 'ADMIN_EMAIL', 'LOGIN_RATE_LIMIT',
+  'LOGIN_ADDRESS_RATE_LIMIT', 'REGISTER_RATE_LIMIT', 'TRUST_PROXY', 'LOGIN_CONCURRENCY', 'LOGIN_QUEUE_TIMEOUT_MS',
+  'AUTH_CACHE_MS', 'FEED_MAX_HELD', 'FEED_MAX_HELD_PER_USER', 'SYNC_TIMEOUT_MS',
+];
+/** Variables only the worker uses. */
+const WORKER_ONLY: readonly string[] = ['WORKER_PORT', 'SYNC_CONCURRENCY', 'SYNC_LOCK_MS', 'SYNC_BATCH_DEADLINE_MS', 'SYNC_LOCK_WAIT_S', 'TRASH_RETENTION_DAYS'];
+/** Where the services listen: tools listen nowhere. */
+const SERVICES_ONLY: readonly string[] = ['HOST'];
+
+function readsVariable(reader: ConfigReader, key: string): boolean {
+  if (reader === 'all') return true;
+  if (GATEWAY_ONLY.includes(key)) return reader === 'gateway';
+  if (WORKER_ONLY.includes(key)) return reader === 'worker';
+  if (SERVICES_ONLY.includes(key)) return reader !== 'tool';
+  return true;
+}
+
+/** One sentence naming the variable, from the validator's first complaint; never a value (it may be a secret). */
+function describeError(error: Joi.ValidationError): string {
+  const detail = error.details[0];
+  const context = (detail?.context ?? {}) as Record<string, unknown>;
+  const list = (names: unknown) => (Array.isArray(names) ? names.join(' and ') : String(names));
+  if (detail?.type === 'object.and') return `${list(context.missing)} must be set when ${list(context.present)} is`;
+  if (detail?.type === 'object.with') return `${String(context.peer)} must be set when ${String(context.main)} is`;
+  if (detail?.type === 'any.custom' && context.error instanceof Error) return context.error.message;
+  return detail?.message ?? error.message;
+}
+
+/**
+ * Reads and validates the environment, the variables `reader` uses. Throws ConfigError with one
+ * sentence naming the offending variable, so the process can print one clear line and exit.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, reader: ConfigReader = 'all'): Config {
   const input: Record<string, string> = {};
   for (const key of CONFIG_VARIABLES) {
     const value = env[key];
-    if (value !== undefined && value !== '') input[key] = value;
+    if (value !== undefined && value !== '' && readsVariable(reader, key)) input[key] = value;
   }
-  const { value, error } = schema.validate(input, { abortEarly: true, convert: true });
-  if (error) {
-    const detail = error.details[0];
-    const name = detail?.context?.key ?? detail?.path.join('.') ?? 'environment';
-    throw new ConfigError(`invalid configuration: ${name}: ${error.message}`);
-  }
+  const { value, error } = schema.validate(input, { abortEarly: true, convert: true, errors: { wrap: { label: false } } });
+  if (error) throw new ConfigError(describeError(error));
   const dataDir = path.resolve(value.DATA_DIR);
   return Object.freeze({
     databaseUrl: value.DATABASE_URL,
     redisUrl: value.REDIS_URL,
     redisClusterNodes: value.REDIS_CLUSTER_NODES?.length ? Object.freeze(value.REDIS_CLUSTER_NODES.map((n: RedisNode) => Object.freeze(n))) : undefined,
+    host: value.HOST,
     port: value.PORT,
     workerPort: value.WORKER_PORT,
     dataDir,

@@ -71,7 +71,7 @@ export async function openGateway(options: GatewayOptions): Promise<OpenGateway>
 
   const server = createHttpServer(gateway.app, options.server);
   const graceful = new GracefulServer(server);
-  await listen(server, options.port ?? config.port, options.host);
+  await listen(server, options.port ?? config.port, options.host ?? config.host);
   const { port } = server.address() as AddressInfo;
   logger.info({ port }, 'gateway listening');
 

@@ -12,7 +12,7 @@ import { WorkerMetrics } from './worker.metrics';
 import { workerSession } from './worker.session';
 
 async function main(): Promise<void> {
-  const config = loadConfig();
+  const config = loadConfig(process.env, 'worker');
   const logger = createLogger('worker', config.logLevel);
   await migrateToLatest(config.databaseUrl);
   // One connection per ring in progress, one for the sweeper, one for failing a batch, one for maintenance.
@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   const sync = await startSyncWorkers(config, db, logger, metrics.recordApplied);
   const maintenance = await startMaintenance(config, db, logger, store);
   metrics.observe(sync.workers);
-  const ops = await startOpsServer(config.workerPort, db, sync.workers, logger, metrics.registry);
+  const ops = await startOpsServer(config.workerPort, db, sync.workers, logger, metrics.registry, config.host);
   logger.info({ concurrency: config.syncConcurrency, prefix: config.queuePrefix }, 'worker ready');
 
   let stopping = false;

@@ -16,6 +16,7 @@ export async function startOpsServer(
   workers: Worker[],
   logger: Logger,
   registry: Registry,
+  host?: string,
 ): Promise<http.Server | undefined> {
   const server = http.createServer(async (req, res) => {
     const send = (status: number, body: unknown) => {
@@ -50,7 +51,7 @@ export async function startOpsServer(
       logger.warn({ port, err: err.code ?? err.message }, 'worker ops port unavailable; running without /healthz, /readyz and /metrics');
       resolve(undefined);
     });
-    server.listen(port, () => {
+    server.listen(port, host, () => {
       logger.info({ port: (server.address() as AddressInfo).port }, 'worker ops endpoints listening');
       resolve(server);
     });
