@@ -28,6 +28,19 @@ export async function resolveJwtSecret(config: Config): Promise<string> {
   return secret;
 }
 
+/**
+ * The administrator the start-up line names: ADMIN_USERNAME when that account is an active
+ * administrator, otherwise the longest-standing one.
+ */
+export async function administratorName(config: Config, db: Db): Promise<string | undefined> {
+  const users = new UserRepository(db);
+  if (config.admin) {
+    const named = await users.findByUsername(config.admin.username);
+    if (named?.isAdmin && !named.deletedAt) return named.username;
+  }
+  return users.firstAdminUsername();
+}
+
 /** SPEC 5.5: with no user at all, the initial administrator comes from ADMIN_*, or the service refuses to start. */
 export async function ensureInitialAdmin(config: Config, db: Db, hasher: PasswordHasher): Promise<'created' | 'exists'> {
   const users = new UsersService(new UserRepository(db), hasher, config.defaultQuotaBytes, NO_REVOCATIONS);

@@ -3,15 +3,19 @@ import { createDb } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrations/migrate';
 import { createLogger } from '../../shared/logger';
 import { StoreMismatchError } from '../../shared/content/store.identity';
-import { StartupError } from './bootstrap';
+import { administratorName, StartupError } from './bootstrap';
 import { openGateway } from './open.gateway';
 
 async function main(): Promise<void> {
-  const config = loadConfig();
+  const config = loadConfig(process.env, 'gateway');
   const logger = createLogger('gateway', config.logLevel);
   await migrateToLatest(config.databaseUrl);
   const db = createDb(config.databaseUrl, { max: 20 });
   const gateway = await openGateway({ config, db, logger });
+  // For the person at the terminal, beside the JSON logs: where to go and whom to sign in as (never the password).
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const admin = await administratorName(config, db);
+  console.log(`filesync listening on http://${host}:${gateway.port}${admin ? ` (administrator: ${admin})` : ''}`);
 
   let stopping = false;
   const shutdown = (signal: string) => {

@@ -195,11 +195,14 @@ export async function stopProcess(proc: { child: ChildProcess; exited: Promise<u
   await proc.exited;
 }
 
-/** The lines a pino logger wrote, parsed; anything else in the output fails the parse loudly. */
+/** The one line the gateway prints for people at start-up, beside its JSON logs. */
+export const STARTUP_LINE = /^filesync listening on http:\/\/\S+( \(administrator: \S+\))?$/;
+
+/** The lines a pino logger wrote, parsed; anything else (but the start-up line) fails the parse loudly. */
 export function logLines(output: string): Array<Record<string, unknown>> {
   return output
     .split('\n')
-    .filter((l) => l.trim() !== '')
+    .filter((l) => l.trim() !== '' && !STARTUP_LINE.test(l))
     .map((l) => {
       try {
         return JSON.parse(l) as Record<string, unknown>;

@@ -61,6 +61,12 @@ export class UserRepository {
     return row ? toUser(row) : undefined;
   }
 
+  /** The username of the longest-standing active administrator; undefined when there is none. */
+  async firstAdminUsername(): Promise<string | undefined> {
+    const row = await this.db<UserRow>('users').where({ is_admin: 1 }).whereNull('deleted_at').orderBy([{ column: 'created_at' }, { column: 'id' }]).first('username');
+    return row?.username;
+  }
+
   async findActiveById(id: string): Promise<UserRecord | undefined> {
     const row = await this.db<UserRow>('users').where({ id }).whereNull('deleted_at').first();
     return row ? toUser(row) : undefined;
