@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Transform } from 'node:stream';
-import { AppError } from '../errors';
+import { tooLarge } from '../errors';
 
 /**
  * Counts and hashes the bytes that pass; more than `maxBytes` fails the stream with FILE_TOO_LARGE.
@@ -18,7 +18,7 @@ export class HashMeter extends Transform {
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: (err?: Error | null, chunk?: Buffer) => void): void {
     this.received += chunk.length;
-    if (this.received > this.maxBytes) return done(new AppError('FILE_TOO_LARGE', 'the content is larger than the upload limit'));
+    if (this.received > this.maxBytes) return done(tooLarge(this.maxBytes));
     // Hashed here, on the event loop, while libuv's threads write the previous chunks. A hashing
     // thread was measured too and was slower on two cores (docs/BENCHMARKS.md).
     this.hash.update(chunk);

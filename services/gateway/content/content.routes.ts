@@ -1,5 +1,5 @@
 import { Router, type Request } from 'express';
-import { AppError } from '../../../shared/errors';
+import { tooLarge } from '../../../shared/errors';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { singleParam } from '../http/request';
 import { toFileView } from '../files/files.presenter';
@@ -51,7 +51,7 @@ export function contentRoutes(
       const file = await content.checkBeforeUpload(userId, fileId, conditions);
       const length = req.headers['content-length'];
       if (length !== undefined && Number(length) > maxUploadBytes) {
-        throw new AppError('FILE_TOO_LARGE', `the content is larger than the upload limit (${maxUploadBytes} bytes)`);
+        throw tooLarge(maxUploadBytes);
       }
       if (length !== undefined && Number.isSafeInteger(Number(length))) await content.checkDeclaredSize(file, Number(length));
       const staged = await storage.stage(req, maxUploadBytes);

@@ -1,6 +1,6 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import multer from 'multer';
-import { AppError, invalid } from '../../../shared/errors';
+import { AppError, invalid, tooLarge } from '../../../shared/errors';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, queryString, singleParam } from '../http/request';
 import { sha256FromHexField } from '../content/digest';
@@ -21,9 +21,9 @@ const SORTS: Record<string, FileSortColumn> = {
 };
 
 /** Multer failures in the contract's terms; the storage engine has already removed partial files. */
-export function uploadError(err: unknown): AppError {
+export function uploadError(err: unknown, maxUploadBytes: number): AppError {
   if (err instanceof multer.MulterError) {
-    if (err.code === 'LIMIT_FILE_SIZE') return new AppError('FILE_TOO_LARGE', 'the file is larger than the upload limit');
+    if (err.code === 'LIMIT_FILE_SIZE') return tooLarge(maxUploadBytes);
     if (err.code === 'LIMIT_FILE_COUNT' || err.code === 'LIMIT_UNEXPECTED_FILE') {
       return invalid('exactly one file is expected, in the part named "file"');
     }
@@ -59,7 +59,7 @@ export function fileRoutes(
     // Refused before the body is read when its declared length already cannot fit in the quota.
     const declared = Number.isSafeInteger(length) && length > 0 ? files.checkDeclaredSize(principalOf(req).userId, length) : Promise.resolve();
     declared.then(
-      () => multipart(req, res, (err?: unknown) => next(err ? uploadError(err) : undefined)),
+      () => multipart(req, res, (err?: unknown) => next(err ? uploadError(err, maxUploadBytes) : undefined)),
       (err: unknown) => {
         refuseUnread(req);
         next(err);

@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import { ERRORS, Metadata, Server, type Locker, type Upload } from '@tus/server';
 import type { Principal } from '../auth/principal.service';
-import { isAppError } from '../../../shared/errors';
+import { isAppError, tooLarge } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
 import type { Logger } from '../../../shared/logger';
 import type { ResumableDataStore } from '../../../shared/storage/content.store';
@@ -43,7 +43,9 @@ const CODE_OF_STATUS: Record<number, string> = {
 /** Marks a body already in the contract's shape, so `write` leaves it alone. */
 const JSON_ERROR = /^\{"error":\{"code":/;
 
-function errorBody(status: number, text: string): string {
+function errorBody(status: number, text: string, maxUploadBytes: number): string {
+  // Over MAX_UPLOAD_BYTES: the wording of the other upload paths, with the limit.
+  if (text === ERRORS.ERR_MAX_SIZE_EXCEEDED.body) return JSON.stringify({ error: tooLarge(maxUploadBytes).toBody() });
   const code = CODE_OF_STATUS[status] ?? (status >= 500 ? 'INTERNAL' : 'INVALID_REQUEST');
   const message = status >= 500 ? 'internal error' : text.trim().replace(/\s+/g, ' ') || 'request refused';
   return JSON.stringify({ error: { code, message } });
@@ -55,9 +57,16 @@ function errorBody(status: number, text: string): string {
  * they all leave through `write`.
  */
 class ContractServer extends Server {
+  constructor(
+    options: ConstructorParameters<typeof Server>[0],
+    private readonly maxUploadBytes: number,
+  ) {
+    super(options);
+  }
+
   override write(...[context, req, res, status, body = '', headers = {}]: Parameters<Server['write']>): ReturnType<Server['write']> {
     if (status >= 400) {
-      if (!JSON_ERROR.test(body)) body = errorBody(status, body);
+      if (!JSON_ERROR.test(body)) body = errorBody(status, body, this.maxUploadBytes);
       res.setHeader('Content-Type', 'application/json; charset=utf-8');
     }
     return super.write(context, req, res, status, body, headers);
@@ -148,5 +157,5 @@ export function buildTusServer({ store, locker, uploads, maxUploadBytes, logger 
       if (appError.retryAfter !== undefined) res.setHeader('Retry-After', String(appError.retryAfter));
       return { status_code: appError.status, body: JSON.stringify({ error: appError.toBody() }) };
     },
-  });
+  }, maxUploadBytes);
 }
