@@ -112,6 +112,15 @@ test('the Dockerfile is multi-stage on node:22, builds with npm ci and npm run b
   expect(lastStage.findIndex((l) => /^USER /i.test(l))).toBeLessThan(lastStage.findIndex((l) => /^CMD /i.test(l)));
 });
 
+test('the image listens on every interface (HOST=0.0.0.0) and sets no variable the services do not read', async () => {
+  const dockerfile = (await read('deploy/Dockerfile')).replace(/\\\n/g, ' ');
+  const settings = [...dockerfile.matchAll(/^ENV\s+(.+)$/gm)].flatMap((m) => [...m[1]!.matchAll(/([A-Z][A-Z0-9_]*)=(\S*)/g)].map((v) => [v[1]!, v[2]!] as const));
+  expect(settings).toContainEqual(['HOST', '0.0.0.0']);
+  expect(settings.map(([name]) => name).filter((name) => name !== 'NODE_ENV' && !CONFIG_VARIABLES.includes(name))).toEqual([]);
+  const configMap = (await k8sDocuments()).find((d) => d.kind === 'ConfigMap')!;
+  expect(configMap.data.HOST).toBe('0.0.0.0');
+});
+
 test('.env.example lists every variable of shared/config.ts and nothing else', async () => {
   const listed = (await read('.env.example'))
     .split('\n')
