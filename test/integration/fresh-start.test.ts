@@ -17,7 +17,7 @@ import { emptyPrefix, s3Environment } from '../support/rgw';
  * that does not exist yet. Both migrate at start-up; one must do it while the other waits, and
  * nothing alarming (knex's "Can't take lock to run migrations ... knex migrate:unlock") is printed.
  */
-const launcher = path.join(__dirname, '..', '..', 'dist', 'services', 'launcher', 'main.js');
+const launcher = path.join(__dirname, '..', '..', 'dist', 'launcher', 'services', 'launcher', 'main.js');
 
 describe.each(DRIVERS)('a fresh start on the %s driver', (driver) => {
   const name = `fs_test_${randomBytes(5).toString('hex')}`;
