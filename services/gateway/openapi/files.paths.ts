@@ -117,6 +117,11 @@ export const filePaths = {
       responses: {
         '200': { description: 'the whole content', headers: contentHeaders(), content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } },
         '206': { description: 'the requested range', headers: contentHeaders(), content: { '*/*': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } },
+        '302': {
+          description:
+            'S3_DOWNLOADS=redirect, a whole-content GET without If-Match: `Location` is a presigned URL of the object in the store, valid at most 5 minutes, that answers with this Content-Disposition and Content-Type; ETag and Repr-Digest name its bytes',
+          headers: { Location: { schema: { type: 'string', format: 'uri' } } },
+        },
         '400': errorResponse('a Range that cannot be satisfied (INVALID_REQUEST)'),
         '401': response('Unauthorized'),
         '404': errorResponse('absent, deleted, not owned, a folder, or a file created by sync with no content yet'),

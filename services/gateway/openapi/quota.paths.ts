@@ -94,6 +94,10 @@ export const quotaPaths = {
       responses: {
         '200': { description: 'the whole version', headers: contentHeaders(), content: { '*/*': { schema: { type: 'string', format: 'binary' } } } },
         '206': { description: 'the range asked for', headers: contentHeaders(), content: { '*/*': { schema: { type: 'string', format: 'binary' } } } },
+        '302': {
+          description: 'S3_DOWNLOADS=redirect, a whole-content GET without If-Match: `Location` is a presigned URL of the version’s object, as for GET /files/{id}/content',
+          headers: { Location: { schema: { type: 'string', format: 'uri' } } },
+        },
         '304': { description: 'If-None-Match names this version’s ETag' },
         '401': response('Unauthorized'),
         '404': notFound,
