@@ -1,8 +1,8 @@
 /**
  * The wire types of the HTTP contract (API.md, versions 1 to 1.3): what a request and a response
  * carry, shared by the service and the SDK in clients/. This folder imports nothing, so the SDK can
- * be compiled and packed without any server package; the service checks its own views against these
- * types (shared/queue/protocol.check.ts), so a change on either side breaks the build.
+ * be compiled and packed without any server package. The service builds its responses as these
+ * types (no copy of them of its own), so a change here breaks the build of both sides.
  */
 
 /** The error codes of the contract and their HTTP status. */

@@ -1,9 +1,10 @@
 import type { ErrorBody } from '../errors';
 import { LosslessNumber, stringifyLossless } from '../json';
+import type { OpOutcome, SyncOpsResponse } from '../protocol';
 import type { OpEcho } from './ops';
 
-/** What became of one op of a batch. */
-export type OpOutcome = 'applied' | 'noop' | 'duplicate';
+/** What became of one op of a batch (the contract's outcomes). */
+export type { OpOutcome };
 
 /**
  * The resource's rev right after the op (for a duplicate, its rev now); null when the op names no
@@ -35,11 +36,16 @@ const echoJson = (e: OpEcho) => ({
   resourceId: e.resourceId,
 });
 
+/** The response body, but for each opId: a LosslessNumber when it was sent as a number. */
+type Echoed<T> = T extends { opId: unknown } ? Omit<T, 'opId'> & { opId: LosslessNumber | string | null } : T;
+type Rendered<T> = { [K in keyof T]: T[K] extends (infer E)[] ? Echoed<E>[] : Echoed<T[K]> };
+
 /** The HTTP response body of a batch, with every opId echoed exactly as it was sent. */
 export function renderBatchResult(result: BatchResult): string {
-  return stringifyLossless({
+  const body = {
     // `?? null`: results stored before revisions were reported have none.
     applied: result.applied.map((a) => ({ ...echoJson(a), outcome: a.outcome, rev: a.rev ?? null })),
     failed: result.failed === null ? null : { ...echoJson(result.failed), rev: result.failed.rev ?? null, error: result.failed.error },
-  });
+  } satisfies Rendered<SyncOpsResponse>;
+  return stringifyLossless(body);
 }

@@ -2,9 +2,7 @@ import { invalid, type AppError } from '../errors';
 import { isId } from '../ids';
 import { isLosslessNumber, isPlainObject, readInt64, stringifyLossless } from '../json';
 import { normalizeName } from '../names';
-
-export const OP_TYPES = ['create', 'update', 'move', 'delete', 'share', 'share_link'] as const;
-export type OpType = (typeof OP_TYPES)[number];
+import { OP_TYPES } from '../protocol';
 
 /** How an op is named back to the client: its opId exactly as sent, its type and resource id. */
 export interface OpEcho {

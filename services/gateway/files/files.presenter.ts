@@ -1,25 +1,5 @@
+import type { File, Folder } from '../../../shared/protocol';
 import type { ResourceRecord } from './files.service';
-
-export interface FileView {
-  id: string;
-  name: string;
-  size: number;
-  mimeType: string;
-  folderId: string;
-  createdAt: string;
-  updatedAt: string;
-  rev: number;
-  sha256?: string;
-}
-
-export interface FolderView {
-  id: string;
-  name: string;
-  parentId: string;
-  createdAt: string;
-  updatedAt: string;
-  rev: number;
-}
 
 /** What a file's view is made of: a full record, or a listed file whose times are already ISO 8601. */
 export type FileViewSource = Pick<ResourceRecord, 'id' | 'name' | 'sizeBytes' | 'mimeType' | 'parentId' | 'rev' | 'contentSha256'> & {
@@ -29,8 +9,8 @@ export type FileViewSource = Pick<ResourceRecord, 'id' | 'name' | 'sizeBytes' | 
 
 const iso = (t: Date | string) => (typeof t === 'string' ? t : t.toISOString());
 
-export function toFileView(r: FileViewSource): FileView {
-  const view: FileView = {
+export function toFileView(r: FileViewSource): File {
+  const view: File = {
     id: r.id,
     name: r.name,
     size: r.sizeBytes,
@@ -44,7 +24,7 @@ export function toFileView(r: FileViewSource): FileView {
   return view;
 }
 
-export function toFolderView(r: ResourceRecord): FolderView {
+export function toFolderView(r: ResourceRecord): Folder {
   return {
     id: r.id,
     name: r.name,

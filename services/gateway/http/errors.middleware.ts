@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { AppError, ERROR_STATUS, isAppError, type ErrorCode } from '../../../shared/errors';
+import { AppError, isAppError, type ErrorCode } from '../../../shared/errors';
+import { ERROR_CODES } from '../../../shared/protocol';
 import { isDatabaseUnavailable } from '../../../shared/db/errors';
 import { jsonTooDeep, MAX_JSON_DEPTH } from '../../../shared/json';
 
@@ -67,7 +68,7 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = { 401: 'UNAUTHORIZED', 403: 'F
 
 function isContractBody(body: unknown): boolean {
   const error = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
-  return typeof error === 'object' && error !== null && typeof error.code === 'string' && error.code in ERROR_STATUS && typeof error.message === 'string';
+  return typeof error === 'object' && error !== null && typeof error.code === 'string' && error.code in ERROR_CODES && typeof error.message === 'string';
 }
 
 /** A readable message from whatever a library answered with: `{error}`, `{message}` or text. */

@@ -3,16 +3,7 @@ import { usedBytes } from '../../../shared/quota/usage.repository';
 import type { UserRecord, UserRepository } from '../../../shared/db/repositories/user.repository';
 import { notFound } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
-
-/** GET /users/me/usage and /users/:id/usage. */
-export interface UsageView {
-  quotaBytes: number | null;
-  usedBytes: number;
-  filesBytes: number;
-  trashBytes: number;
-  versionsBytes: number;
-  uploadsBytes: number;
-}
+import type { Usage } from '../../../shared/protocol';
 
 /**
  * A user's quota and stored bytes. The counters are kept by the writes themselves (usage.ledger.ts),
@@ -24,7 +15,8 @@ export class UsageService {
     private readonly users: UserRepository,
   ) {}
 
-  async of(userId: string): Promise<UsageView> {
+  /** GET /users/me/usage and /users/:id/usage. */
+  async of(userId: string): Promise<Usage> {
     const u = isId(userId) ? await this.usage.read(userId) : undefined;
     if (!u) throw notFound('no such user');
     return {

@@ -1,16 +1,16 @@
 import { Router } from 'express';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
-import { toFileView, toFolderView, type FileView, type FolderView } from '../files/files.presenter';
+import type { File, Folder, TrashItem } from '../../../shared/protocol';
+import { toFileView, toFolderView } from '../files/files.presenter';
 import { paging, singleParam } from '../http/request';
 import type { ResourceRecord, TrashService } from './trash.service';
 
-export type TrashItemView = (FileView | FolderView) & { type: 'file' | 'folder'; deletedAt: string };
-
-export const toView = (r: ResourceRecord): FileView | FolderView => (r.type === 'file' ? toFileView(r) : toFolderView(r));
+export const toView = (r: ResourceRecord): File | Folder => (r.type === 'file' ? toFileView(r) : toFolderView(r));
 
 /** The File or Folder representation plus what the trash adds: its type and when it was deleted. */
-export function toTrashItemView(r: ResourceRecord): TrashItemView {
-  return { ...toView(r), type: r.type, deletedAt: (r.deletedAt ?? r.updatedAt).toISOString() };
+export function toTrashItemView(r: ResourceRecord): TrashItem {
+  const deletedAt = (r.deletedAt ?? r.updatedAt).toISOString();
+  return r.type === 'file' ? { ...toFileView(r), type: 'file', deletedAt } : { ...toFolderView(r), type: 'folder', deletedAt };
 }
 
 export function trashRoutes(trash: TrashService, authenticated: ReturnType<typeof requireUser>): Router {

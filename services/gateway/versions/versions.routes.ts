@@ -1,22 +1,13 @@
 import { Router, type Request } from 'express';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, singleParam } from '../http/request';
+import type { Version } from '../../../shared/protocol';
 import { toFileView } from '../files/files.presenter';
 import type { ContentStore } from '../../../shared/storage/content.store';
 import { contentEtag, notModified, redirectToStore, sendContent, setContentHeaders } from '../content/content.download';
 import type { ResourceRecord, VersionRecord, VersionsService } from './versions.service';
 
-export interface VersionView {
-  id: string;
-  size: number;
-  sha256: string;
-  mimeType: string;
-  createdAt: string;
-  replacedAt: string;
-  deviceId: string;
-}
-
-export function toVersionView(v: VersionRecord): VersionView {
+export function toVersionView(v: VersionRecord): Version {
   return {
     id: v.id,
     size: v.sizeBytes,
