@@ -41,6 +41,7 @@ import { contentRoutes } from './content/content.routes';
 import { ContentService } from './content/content.service';
 import { deviceRoutes } from './devices/devices.routes';
 import { DevicesService } from './devices/devices.service';
+import { UserDevicesService } from './devices/user-devices.service';
 import { mountDownloads } from './content/download.routes';
 import { fileRoutes } from './files/files.routes';
 import { FilesService } from './files/files.service';
@@ -256,7 +257,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // Raw content bodies of any type, so also ahead of the JSON parser.
   v1.use(contentRoutes(content, storage, config.maxUploadBytes, authenticated));
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
-  v1.use(deviceRoutes(new DevicesService(devices), registerLimit));
+  v1.use(deviceRoutes(new DevicesService(devices), registerLimit, new UserDevicesService(devices, principals), authenticated));
   v1.use(authRoutes(auth, loginLimits, authenticated));
   v1.use(sessionRoutes(new SessionService(users, devices, new DevicesService(devices), hasher, tokens, undefined), loginLimits, authenticated, config.publicUrl));
   v1.use(itemRoutes(new ItemsService(resources, new ListingRepository(db)), authenticated));

@@ -3,7 +3,7 @@ import Joi from 'joi';
 import { invalid } from '../../../shared/errors';
 import type { UsageService } from '../quota/usage.service';
 import { principalOf, requireAdmin, type requireUser } from '../auth/auth.middleware';
-import { queryString, singleParam, validateBody } from '../http/request';
+import { paging, queryString, singleParam, validateBody } from '../http/request';
 import type { UserRecord, UsersService } from './users.service';
 
 export const USERNAME = Joi.string().pattern(/^[A-Za-z0-9._-]{3,64}$/).messages({
@@ -44,6 +44,17 @@ function quotaOf(body: unknown): number | null {
 
 export function userRoutes(users: UsersService, usage: UsageService, authenticated: ReturnType<typeof requireUser>): Router {
   const router = Router();
+
+  router.get('/users/me', authenticated, async (req, res) => {
+    const me = await users.me(principalOf(req).userId);
+    res.json({ id: me.id, username: me.username, email: me.email, isAdmin: me.isAdmin, quotaBytes: me.quotaBytes });
+  });
+
+  router.get('/users', authenticated, requireAdmin, async (req, res) => {
+    const { limit, offset } = paging(req);
+    const page = await users.list(limit, offset);
+    res.json({ items: page.items.map((u) => ({ ...toAdminView(u), usedBytes: u.usedBytes })), total: page.total, limit, offset });
+  });
 
   router.get('/users/me/usage', authenticated, async (req, res) => {
     res.json(await usage.of(principalOf(req).userId));

@@ -34,6 +34,18 @@ export class UsersService {
     private readonly revocations: Revocations,
   ) {}
 
+  /** The caller's own account; 401 when it is gone. */
+  async me(userId: string): Promise<UserRecord> {
+    const user = await this.users.findActiveById(userId);
+    if (!user) throw new AppError('UNAUTHORIZED', 'missing or invalid token');
+    return user;
+  }
+
+  /** A page of the active users, for administrators. */
+  list(limit: number, offset: number) {
+    return this.users.listActive(limit, offset);
+  }
+
   /** Whether any user exists, deleted ones included. */
   async any(): Promise<boolean> {
     return (await this.users.count()) > 0;

@@ -15,6 +15,9 @@ export interface UserRecord {
   quotaBytes: number | null;
 }
 
+/** An active user as administrators list them, with the bytes they hold. */
+export type ListedUser = Omit<UserRecord, 'passwordHash' | 'deletedAt'> & { usedBytes: number };
+
 export type NewUser = Omit<UserRecord, 'deletedAt' | 'quotaBytes'> & { quotaBytes?: number | null };
 
 /** The caller behind a token: an active user on an active device. */
@@ -65,6 +68,27 @@ export class UserRepository {
   async firstAdminUsername(): Promise<string | undefined> {
     const row = await this.db<UserRow>('users').where({ is_admin: 1 }).whereNull('deleted_at').orderBy([{ column: 'created_at' }, { column: 'id' }]).first('username');
     return row?.username;
+  }
+
+  /** One page of the active users by username (code point order), id as tie-breaker, and their number. */
+  async listActive(limit: number, offset: number): Promise<{ items: ListedUser[]; total: number }> {
+    const [rows, count] = await Promise.all([
+      this.db('users')
+        .whereNull('deleted_at')
+        .orderBy([{ column: 'username' }, { column: 'id' }])
+        .limit(limit)
+        .offset(offset)
+        .select<Array<UserRow & { used_bytes: string | number }>>(
+          'id', 'username', 'email', 'is_admin', 'created_at', 'quota_bytes',
+          this.db.raw('files_bytes + trash_bytes + versions_bytes + uploads_bytes AS used_bytes'),
+        ),
+      this.db('users').whereNull('deleted_at').count<{ n: number | string }[]>({ n: '*' }).first(),
+    ]);
+    const items = rows.map((row) => {
+      const { passwordHash: _hash, deletedAt: _deleted, ...user } = toUser(row);
+      return { ...user, usedBytes: Number(row.used_bytes) };
+    });
+    return { items, total: Number(count?.n ?? 0) };
   }
 
   async findActiveById(id: string): Promise<UserRecord | undefined> {
