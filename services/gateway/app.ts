@@ -19,6 +19,8 @@ import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
 import type { ContentStore } from '../../shared/storage/content.store';
 import { ContentWriter } from '../../shared/content/content.writer';
 import { createContentStore } from '../../shared/storage/store.factory';
+import { ChunkListRepository } from '../../shared/chunks/chunk-list.repository';
+import { withChunkListCleanup } from '../../shared/chunks/chunk-lists.cleanup';
 import { newId } from '../../shared/ids';
 import type { Logger } from '../../shared/logger';
 import { requireToken, requireUser } from './auth/auth.middleware';
@@ -38,6 +40,7 @@ import { changeRoutes } from './changes/changes.routes';
 import { ChangesService } from './changes/changes.service';
 import { CursorCodec } from './changes/feed.cursor';
 import { contentRoutes } from './content/content.routes';
+import { deltaModule } from './delta/delta.module';
 import { ContentService } from './content/content.service';
 import { deviceRoutes } from './devices/devices.routes';
 import { DevicesService } from './devices/devices.service';
@@ -131,7 +134,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const hasher = new PasswordHasher(new ConcurrencyLimiter(config.loginConcurrency, config.loginQueueTimeoutMs));
   const tokens = new TokenService(deps.jwtSecret);
   const auth = new AuthService(users, devices, hasher, tokens);
-  const store = deps.store ?? createContentStore(config);
+  // Removing content also removes its chunk list, whichever path removes it.
+  const store = withChunkListCleanup(deps.store ?? createContentStore(config), new ChunkListRepository(db));
   const storage = new UploadStaging(store);
   // One user's writes wait for that user's lock; at most userWriteConcurrency of them hold a connection.
   const writeSlots = new UserSlots(config.userWriteConcurrency);
@@ -256,6 +260,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(uploads.router);
   // Raw content bodies of any type, so also ahead of the JSON parser.
   v1.use(contentRoutes(content, storage, config.maxUploadBytes, authenticated));
+  v1.use(deltaModule({ db, store, content, maxUploadBytes: config.maxUploadBytes, authenticated, logger }));
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
   v1.use(deviceRoutes(new DevicesService(devices), registerLimit, new UserDevicesService(devices, principals), authenticated));
   v1.use(authRoutes(auth, loginLimits, authenticated));

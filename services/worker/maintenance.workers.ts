@@ -24,6 +24,8 @@ import {
 import { bullPrefix, closingWith, connectRedis } from '../../shared/redis/redis.connection';
 import type { ContentStore, ResumableDataStore } from '../../shared/storage/content.store';
 import { createContentStore } from '../../shared/storage/store.factory';
+import { ChunkListRepository } from '../../shared/chunks/chunk-list.repository';
+import { withChunkListCleanup } from '../../shared/chunks/chunk-lists.cleanup';
 
 /** One scheduled housekeeping task: its job name (also its scheduler id), how often, and the work. */
 export interface MaintenanceTask {
@@ -38,7 +40,9 @@ export interface MaintenanceWorkers {
 }
 
 /** The tasks of this deployment. Another task is one more entry here and a job name in the contract. */
-export function maintenanceTasks(config: Config, store: ContentStore, owners: OwnerTransactions, db: Db, logger: Logger): MaintenanceTask[] {
+export function maintenanceTasks(config: Config, contentStore: ContentStore, owners: OwnerTransactions, db: Db, logger: Logger): MaintenanceTask[] {
+  // Removing content also removes its chunk list.
+  const store = withChunkListCleanup(contentStore, new ChunkListRepository(db));
   const trash = new TrashRepository(db);
   const purger = new TrashPurger(owners, trash, store, logger);
   const retention = retentionMs(config.trashRetentionDays);

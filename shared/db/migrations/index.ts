@@ -23,6 +23,7 @@ import * as addDeviceKind from './20261127000101_add_device_kind';
 import * as backfillDeviceKind from './20261127000102_backfill_device_kind';
 import * as createLinks from './20261127000201_create_links';
 import * as addChildrenNameIndex from './20261127000301_add_children_name_index';
+import * as createContentChunkLists from './20261127000401_create_content_chunk_lists';
 
 interface Migration {
   name: string;
@@ -56,6 +57,7 @@ const MIGRATIONS: Migration[] = [
   backfillDeviceKind,
   createLinks,
   addChildrenNameIndex,
+  createContentChunkLists,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -1,0 +1,84 @@
+import { notFound } from '../../../shared/errors';
+import { isId } from '../../../shared/ids';
+import type { Logger } from '../../../shared/logger';
+import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
+import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
+import type { ChunkListRepository, StoredChunkList } from '../../../shared/chunks/chunk-list.repository';
+import { CHUNKING, ContentChunker, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
+import { ContentNotFoundError, type ContentStore } from '../../../shared/storage/content.store';
+
+/**
+ * Chunk lists of files' current contents (`GET /files/:id/chunks`). A list is made from the stored
+ * bytes the first time it is asked for, and kept under the content's key: whole uploads (multipart,
+ * PUT, tus) pay nothing for it, and a delta upload keeps the list it made while assembling.
+ */
+export class ChunkListsService {
+  /** Lists being made, by content key, so that devices asking together read the bytes once. */
+  private readonly making = new Map<string, Promise<StoredChunkList>>();
+
+  constructor(
+    private readonly resources: ResourceRepository,
+    private readonly store: ContentStore,
+    private readonly lists: ChunkListRepository,
+    private readonly logger?: Logger,
+  ) {}
+
+  async of(userId: string, fileId: string): Promise<ChunkList> {
+    // A content replaced between reading the row and opening its bytes: the row is read again.
+    for (let attempt = 0; ; attempt++) {
+      const file = isId(fileId) ? await this.resources.findActive(userId, fileId, 'file') : undefined;
+      if (!file) throw notFound('no such file');
+      if (!file.storageKey || !file.contentSha256) throw notFound('this file has no content');
+      try {
+        const list = await this.listOf(file);
+        return present(file, list.chunks);
+      } catch (err) {
+        if (!(err instanceof ContentNotFoundError) || attempt >= 2) throw err;
+      }
+    }
+  }
+
+  /** Keeps the list made while the content's bytes went by (a delta upload); a failure costs only a later remake. */
+  async keep(list: StoredChunkList): Promise<void> {
+    try {
+      await this.lists.save(list);
+    } catch (err) {
+      this.logger?.warn({ err, storageKey: list.storageKey }, 'chunk list could not be kept');
+    }
+  }
+
+  private async listOf(file: ResourceRecord): Promise<StoredChunkList> {
+    const key = file.storageKey!;
+    const kept = await this.lists.find(key);
+    if (kept) return kept;
+    let making = this.making.get(key);
+    if (!making) {
+      making = this.make(key, file.contentSha256!).finally(() => this.making.delete(key));
+      this.making.set(key, making);
+    }
+    return making;
+  }
+
+  private async make(storageKey: string, sha256: string): Promise<StoredChunkList> {
+    const handle = await this.store.open(storageKey);
+    const chunker = new ContentChunker();
+    const chunks: ContentChunk[] = [];
+    const stream = await handle.read();
+    for await (const piece of stream as AsyncIterable<Buffer>) chunks.push(...chunker.update(piece));
+    chunks.push(...chunker.finish());
+    const list = { storageKey, sha256, size: handle.size, chunks };
+    await this.keep(list);
+    return list;
+  }
+}
+
+function present(file: ResourceRecord, chunks: ContentChunk[]): ChunkList {
+  return {
+    fileId: file.id,
+    rev: file.rev,
+    size: file.sizeBytes,
+    sha256: file.contentSha256!,
+    chunking: { ...CHUNKING },
+    chunks,
+  };
+}

@@ -1,0 +1,130 @@
+import type { Readable } from 'node:stream';
+import { invalid } from '../../../shared/errors';
+import { ContentChunker, DELTA_RECORD, type ContentChunk } from '../../../shared/protocol/chunking';
+import type { ByteRange } from '../../../shared/storage/content.store';
+
+/** The base content a delta copies from: its size and a way to read a range of it. */
+export interface DeltaBase {
+  size: number;
+  read(range: ByteRange): Promise<Readable>;
+}
+
+/** Copies after merging adjacent ones: each is one read of the base, so their number is bounded. */
+export const MAX_COPIES = 10_000;
+
+/** Reads exact byte counts from a stream of pieces. */
+class BodyReader {
+  private pending: Buffer[] = [];
+  private held = 0;
+  private done = false;
+
+  constructor(private readonly source: AsyncIterator<Buffer>) {}
+
+  private async fill(): Promise<boolean> {
+    if (this.done) return false;
+    const next = await this.source.next();
+    if (next.done) {
+      this.done = true;
+      return false;
+    }
+    const piece = Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value);
+    this.pending.push(piece);
+    this.held += piece.length;
+    return true;
+  }
+
+  async exact(n: number): Promise<Buffer> {
+    while (this.held < n) if (!(await this.fill())) throw invalid('the delta body ends inside a record');
+    const all = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending);
+    const out = all.subarray(0, n);
+    const rest = all.subarray(n);
+    this.pending = rest.length ? [rest] : [];
+    this.held = rest.length;
+    return out;
+  }
+
+  /** The next `n` bytes, in the pieces they arrive in. */
+  async *pieces(n: number): AsyncGenerator<Buffer> {
+    let left = n;
+    while (left > 0) {
+      if (this.held === 0 && !(await this.fill())) throw invalid('the delta body ends inside a record');
+      const piece = this.pending.shift()!;
+      const take = Math.min(left, piece.length);
+      if (take < piece.length) this.pending.unshift(piece.subarray(take));
+      this.held -= take;
+      left -= take;
+      yield piece.subarray(0, take);
+    }
+  }
+
+  async atEnd(): Promise<boolean> {
+    return this.held === 0 && !(await this.fill());
+  }
+}
+
+function uint64(buf: Buffer, at: number): number {
+  const value = buf.readBigUInt64BE(at);
+  if (value > BigInt(Number.MAX_SAFE_INTEGER)) throw invalid('a delta record field is out of range');
+  return Number(value);
+}
+
+/** What an assembly found besides the bytes: the new content's chunk list and how much came from the base. */
+export interface AssemblyReport {
+  chunks: ContentChunk[];
+  copiedBytes: number;
+  literalBytes: number;
+}
+
+/**
+ * The new content a delta body describes (docs/SYNC-CLIENT.md, "Delta uploads"), as a stream of
+ * pieces: base ranges read through the store, new bytes passed through as they arrive. A malformed
+ * record or a copy outside the base is a 400, thrown from the stream, so the staging that reads it
+ * fails and keeps nothing. The pieces are also cut into chunks, so the new content's chunk list is
+ * known once its bytes are.
+ */
+export async function* assembleDelta(body: AsyncIterable<Buffer>, base: DeltaBase, report: AssemblyReport): AsyncGenerator<Buffer> {
+  const reader = new BodyReader(body[Symbol.asyncIterator]());
+  const chunker = new ContentChunker();
+  let copies = 0;
+  let pending: ByteRange | undefined;
+  const emit = function* (piece: Buffer) {
+    report.chunks.push(...chunker.update(piece));
+    yield piece;
+  };
+  const flushCopy = async function* () {
+    if (!pending) return;
+    const range = pending;
+    pending = undefined;
+    if (++copies > MAX_COPIES) throw invalid(`a delta may copy at most ${MAX_COPIES} separate ranges of the base`);
+    report.copiedBytes += range.end - range.start + 1;
+    const stream = await base.read(range);
+    for await (const piece of stream as AsyncIterable<Buffer>) yield* emit(piece);
+  };
+  for (;;) {
+    const kind = (await reader.exact(1))[0];
+    if (kind === DELTA_RECORD.end) break;
+    if (kind === DELTA_RECORD.copy) {
+      const fields = await reader.exact(16);
+      const offset = uint64(fields, 0);
+      const length = uint64(fields, 8);
+      if (length === 0) continue;
+      if (offset + length > base.size) throw invalid('a copy reaches past the end of the base content', { baseSize: base.size, offset, length });
+      if (pending && pending.end + 1 === offset) {
+        pending.end += length;
+      } else {
+        yield* flushCopy();
+        pending = { start: offset, end: offset + length - 1 };
+      }
+    } else if (kind === DELTA_RECORD.data) {
+      const length = uint64(await reader.exact(8), 0);
+      yield* flushCopy();
+      report.literalBytes += length;
+      for await (const piece of reader.pieces(length)) yield* emit(piece);
+    } else {
+      throw invalid('unknown delta record kind');
+    }
+  }
+  yield* flushCopy();
+  if (!(await reader.atEnd())) throw invalid('the delta body goes on after its end record');
+  report.chunks.push(...chunker.finish());
+}

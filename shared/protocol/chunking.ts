@@ -1,0 +1,137 @@
+import { createHash, type Hash } from 'node:crypto';
+
+/**
+ * Content-defined chunking shared by the service and every client (docs/SYNC-CLIENT.md, "Changes
+ * that move only what changed"): both sides must cut the same bytes at the same places, so that a
+ * chunk list from one side can be matched against the other's by hash. It is FastCDC (Xia et al.,
+ * USENIX ATC '16) with normalised chunking, level 2, on a 32-bit gear hash:
+ * - no cut before MIN bytes; from MIN the hash runs, starting at 0: h = (h << 1) + GEAR[byte] (32 bits);
+ * - below AVG bytes a cut needs the 19 top bits of h to be 0, from AVG on the 15 top bits;
+ * - a chunk ends after the byte that satisfies its mask, or at MAX bytes, or at the end of the content.
+ * GEAR[i] is the first 4 bytes (big-endian) of SHA-256 of the single byte i. Insertions and deletions
+ * move only the cuts around them, so an edit costs about its own size and a chunk or two either side.
+ */
+export const CHUNKING = {
+  algorithm: 'fastcdc-gear32-v1',
+  minBytes: 32 * 1024,
+  avgBytes: 128 * 1024,
+  maxBytes: 512 * 1024,
+} as const;
+
+/** One chunk of a content: where it is and the SHA-256 (hex) of its bytes. */
+export interface ContentChunk {
+  offset: number;
+  length: number;
+  sha256: string;
+}
+
+/** `GET /files/:id/chunks`: the chunk list of a file's current content. */
+export interface ChunkList {
+  fileId: string;
+  rev: number;
+  size: number;
+  /** SHA-256 of the whole content, as its ETag. */
+  sha256: string;
+  chunking: { algorithm: string; minBytes: number; avgBytes: number; maxBytes: number };
+  chunks: ContentChunk[];
+}
+
+const GEAR = new Int32Array(256);
+for (let i = 0; i < 256; i++) GEAR[i] = createHash('sha256').update(Buffer.of(i)).digest().readInt32BE(0);
+
+// Top bits of the hash: those depend on the most bytes of the window.
+const MASK_SMALL = 0xffffe000 | 0; // 19 bits
+const MASK_LARGE = 0xfffe0000 | 0; // 15 bits
+
+/**
+ * Cuts a stream of bytes into chunks as it is fed, whatever the sizes of the pieces it is fed in:
+ * `update` returns the chunks completed by a piece, `finish` the last one.
+ */
+export class ContentChunker {
+  private offset = 0;
+  private length = 0;
+  private hash = 0;
+  private sha: Hash = createHash('sha256');
+
+  update(piece: Uint8Array): ContentChunk[] {
+    const done: ContentChunk[] = [];
+    const { minBytes, avgBytes, maxBytes } = CHUNKING;
+    let start = 0;
+    let i = 0;
+    const n = piece.length;
+    while (i < n) {
+      if (this.length < minBytes) {
+        const skip = Math.min(minBytes - this.length, n - i);
+        i += skip;
+        this.length += skip;
+        continue;
+      }
+      let h = this.hash;
+      let len = this.length;
+      let cut = false;
+      // The two loops differ only by their mask; each is the hot path of its region.
+      const smallEnd = Math.min(n, i + Math.max(0, avgBytes - len));
+      while (i < smallEnd) {
+        h = ((h << 1) + GEAR[piece[i]!]!) | 0;
+        i++;
+        len++;
+        if ((h & MASK_SMALL) === 0) {
+          cut = true;
+          break;
+        }
+      }
+      if (!cut && len >= avgBytes) {
+        const largeEnd = Math.min(n, i + (maxBytes - len));
+        while (i < largeEnd) {
+          h = ((h << 1) + GEAR[piece[i]!]!) | 0;
+          i++;
+          len++;
+          if ((h & MASK_LARGE) === 0) {
+            cut = true;
+            break;
+          }
+        }
+        if (len >= maxBytes) cut = true;
+      }
+      this.hash = h;
+      this.length = len;
+      if (cut) {
+        this.sha.update(piece.subarray(start, i));
+        start = i;
+        done.push(this.close());
+      }
+    }
+    if (start < n) this.sha.update(piece.subarray(start, n));
+    return done;
+  }
+
+  /** The last chunk (none for empty content or when the content ended on a cut). */
+  finish(): ContentChunk[] {
+    return this.length > 0 ? [this.close()] : [];
+  }
+
+  private close(): ContentChunk {
+    const chunk = { offset: this.offset, length: this.length, sha256: this.sha.digest('hex') };
+    this.offset += this.length;
+    this.length = 0;
+    this.hash = 0;
+    this.sha = createHash('sha256');
+    return chunk;
+  }
+}
+
+/** The chunks of bytes held whole in memory. */
+export function chunksOf(bytes: Uint8Array): ContentChunk[] {
+  const chunker = new ContentChunker();
+  return [...chunker.update(bytes), ...chunker.finish()];
+}
+
+/** The media type of a delta body (`POST /files/:id/delta`). */
+export const DELTA_MEDIA_TYPE = 'application/vnd.filesync.delta';
+
+/**
+ * Delta body records: one byte of kind, then big-endian unsigned 64-bit fields.
+ * `C` offset length: copy that range of the base content; `D` length bytes: these new bytes;
+ * `E`: the end (required: a body cut short is refused).
+ */
+export const DELTA_RECORD = { copy: 0x43, data: 0x44, end: 0x45 } as const;
