@@ -37,7 +37,7 @@ test('signing in sets an HttpOnly SameSite cookie of a new device named after th
   expect(setCookie).toMatch(/HttpOnly/i);
   expect(setCookie).toMatch(/SameSite=Lax/i);
   expect(setCookie).not.toMatch(/Secure/i);
-  const body = await res.json();
+  const body = (await res.json()) as { deviceId: string; user: { id: string } };
   expect(body).toEqual({ user: { id: expect.any(String), username: 'admin', isAdmin: true }, deviceId: expect.any(String), expiresAt: expect.any(String) });
   expect(JSON.stringify(body)).not.toContain(cookieOf(res).split('=')[1]);
   const device = await env.db('devices').where({ id: body.deviceId }).first();
@@ -45,7 +45,7 @@ test('signing in sets an HttpOnly SameSite cookie of a new device named after th
 
   const me = await fetch(`${origin}/v1/session`, { headers: { cookie: cookieOf(res) } });
   expect(me.status).toBe(200);
-  expect((await me.json()).deviceId).toBe(body.deviceId);
+  expect(((await me.json()) as { deviceId: string }).deviceId).toBe(body.deviceId);
   expect(me.headers.get('set-cookie')).toMatch(/^filesync_session=/);
 });
 
@@ -54,10 +54,11 @@ test('with the cookie, reads work from anywhere but writes only from the same or
   const folder = { ops: [{ opId: 1, type: 'create', resourceId: 'a'.repeat(32), payload: { resourceType: 'folder', name: 'x' } }] };
   const write = (headers: Record<string, string>) =>
     fetch(`${origin}/v1/files`, { method: 'POST', headers: { cookie, ...headers }, body: new FormData() });
-  for (const headers of [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'http://127.0.0.1:1' }, {}]) {
+  const foreign: Array<Record<string, string>> = [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'http://127.0.0.1:1' }, {}];
+  for (const headers of foreign) {
     const res = await write(headers);
     expect(res.status).toBe(403);
-    expect((await res.json()).error.code).toBe('FORBIDDEN');
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('FORBIDDEN');
   }
   const sync = await fetch(`${origin}/v1/sync/ops`, { method: 'POST', headers: { cookie, 'content-type': 'application/json', 'sec-fetch-site': 'cross-site' }, body: JSON.stringify(folder) });
   expect(sync.status).toBe(403);

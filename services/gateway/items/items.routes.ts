@@ -3,7 +3,7 @@ import { invalid } from '../../../shared/errors';
 import type { ChildSort, ListedChild } from '../../../shared/db/repositories/listing.repository';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { optionalResourceId } from '../files/files.service';
-import { paging, queryString } from '../http/request';
+import { paging, queryString, singleParam } from '../http/request';
 import type { ItemsService } from './items.service';
 
 const SORTS: ReadonlySet<string> = new Set<ChildSort>(['name', 'size', 'updatedAt']);
@@ -27,6 +27,13 @@ export function itemRoutes(items: ItemsService, authenticated: ReturnType<typeof
     if (order !== 'asc' && order !== 'desc') throw invalid('order must be asc or desc', { field: 'order' });
     const page = await items.children(principalOf(req).userId, { folderId, sort: sort as ChildSort, descending: order === 'desc', limit, offset });
     res.status(200).json({ items: page.items.map(toItemView), total: page.total, limit, offset });
+  });
+
+  // The breadcrumbs of a folder: it and its ancestors, root side first.
+  router.get('/folders/:id/path', authenticated, async (req, res) => {
+    const id = optionalResourceId(singleParam(req, 'id'), 'id');
+    if (id === null) throw invalid('id is required');
+    res.status(200).json({ items: await items.path(principalOf(req).userId, id) });
   });
 
   return router;

@@ -22,4 +22,11 @@ export class ItemsService {
     if (q.folderId !== null && !(await this.resources.findActive(userId, q.folderId, 'folder'))) throw notFound('no such folder');
     return this.listing.listChildren(userId, q.folderId, q.sort, q.descending, q.limit, q.offset);
   }
+
+  /** The folders from the root's child down to this one, for breadcrumbs. */
+  async path(userId: string, folderId: string): Promise<Array<{ id: string; name: string }>> {
+    const path = await this.listing.folderPath(userId, folderId);
+    if (path.length === 0) throw notFound('no such folder');
+    return path;
+  }
 }

@@ -214,6 +214,23 @@ export class ListingRepository {
     return rows.map(toChild);
   }
 
+  /**
+   * The active folder and its ancestors, the root's child first; empty when the folder is not an
+   * active folder of the owner. Walks up by primary key (at most 1000 levels, the recursion limit).
+   */
+  async folderPath(userId: string, folderId: string): Promise<Array<{ id: string; name: string }>> {
+    const [rows] = (await this.db.raw(
+      `WITH RECURSIVE up (id, parent_id, name, depth) AS (
+         SELECT id, parent_id, name, 0 FROM resources WHERE id = ? AND user_id = ? AND type = 'folder' AND alive = 1
+         UNION ALL
+         SELECT r.id, r.parent_id, r.name, up.depth + 1 FROM resources r JOIN up ON r.id = up.parent_id
+         WHERE r.user_id = ? AND r.alive = 1 AND up.depth < 999
+       ) SELECT id, name FROM up ORDER BY depth DESC`,
+      [folderId, userId, userId],
+    )) as [Array<{ id: string; name: string }>];
+    return rows.map((r) => ({ id: r.id, name: r.name }));
+  }
+
   async listFolders(userId: string, parentId: string | null): Promise<ResourceRecord[]> {
     const [rows] = (await this.db.raw(
       `SELECT ${ROW} FROM resources WHERE user_id = ? AND parent_key = ? AND type = 'folder' AND alive = 1 ORDER BY name, id`,

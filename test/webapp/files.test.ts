@@ -1,0 +1,144 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { Api } from '../support/client';
+import { startStack, type TestStack } from '../support/stack';
+import { ensureBuilt, isolatedContext, launchBrowser, seriousViolations } from './browser';
+
+/** The web app in Chromium: sign-in, files, actions, trash, by the roles and names people and screen readers use. */
+let stack: TestStack;
+let browser: Browser;
+let context: BrowserContext;
+let foreign: string[];
+let page: Page;
+let api: Api;
+const USER = { username: 'carol', password: 'carol-password-1' };
+
+beforeAll(async () => {
+  [stack, browser] = await Promise.all([startStack(), launchBrowser(), ensureBuilt()]);
+  api = (await stack.admin.createUser(USER.username, USER.password)).api;
+  ({ context, foreign } = await isolatedContext(browser, stack.gateway.baseUrl));
+  page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+});
+
+afterAll(async () => {
+  await context?.close();
+  await browser?.close();
+  await stack?.close();
+});
+
+test('the sign-in form refuses a wrong password with an alert, then signs in; the page has a strict CSP', async () => {
+  const response = await page.goto('/');
+  const csp = response?.headers()['content-security-policy'] ?? '';
+  expect(csp).toContain("script-src 'self'");
+  expect(csp).toContain("frame-ancestors 'none'");
+  expect(csp).not.toContain('unsafe-inline');
+  expect(await seriousViolations(page.getByRole('button', { name: 'Sign in' }).page())).toEqual([]);
+  await page.getByRole('textbox', { name: 'Username' }).fill(USER.username);
+  await page.getByRole('textbox', { name: 'Password' }).fill('not-the-password');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.getByRole('alert').textContent()).resolves.toMatch(/wrong username or password/i);
+  await page.getByRole('textbox', { name: 'Password' }).fill(USER.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  const main = page.getByRole('navigation', { name: 'Main' });
+  for (const name of ['Files', 'Trash', 'Devices', 'App passwords', 'Account']) await main.getByRole('link', { name, exact: true }).waitFor();
+  expect(await main.getByRole('link', { name: 'Users' }).count()).toBe(0);
+  expect(await page.evaluate('document.cookie')).toBe('');
+  await page.reload();
+  await page.getByRole('heading', { level: 1, name: 'Files' }).waitFor();
+});
+
+test('a new folder opens with the address changing; back returns; the breadcrumb leads home', async () => {
+  await page.getByRole('button', { name: 'New folder' }).click();
+  const dialog = page.getByRole('dialog');
+  await dialog.getByRole('textbox', { name: 'Name' }).fill('Reports');
+  await dialog.getByRole('button', { name: 'Create' }).click();
+  await page.getByRole('link', { name: 'Reports', exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: 'Reports' }).waitFor();
+  expect(page.url()).toMatch(/\/folders\/[0-9a-f]{32}$/);
+  const crumbs = page.getByRole('navigation', { name: 'Breadcrumb' }).getByRole('link');
+  expect(await crumbs.allTextContents()).toEqual(['Files', 'Reports']);
+  expect(await seriousViolations(page)).toEqual([]);
+  await page.reload();
+  await page.getByRole('heading', { level: 1, name: 'Reports' }).waitFor();
+  await page.goBack();
+  await page.getByRole('heading', { level: 1, name: 'Files' }).waitFor();
+  await page.goForward();
+  await page.getByRole('heading', { level: 1, name: 'Reports' }).waitFor();
+  await crumbs.first().click();
+  await page.getByRole('heading', { level: 1, name: 'Files' }).waitFor();
+});
+
+test('uploading through the file input shows the file; a name that is markup is shown as text; its link downloads it', async () => {
+  const evil = '<img src=x onerror=alert(1)>';
+  await page.getByLabel('Upload files').setInputFiles([
+    { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello notes') },
+    { name: evil, mimeType: 'text/plain', buffer: Buffer.from('evil') },
+  ]);
+  await page.getByRole('link', { name: 'notes.txt', exact: true }).waitFor();
+  await page.getByRole('link', { name: evil, exact: true }).waitFor();
+  expect(await page.locator('img[src=x]').count()).toBe(0);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'notes.txt', exact: true }).click()]);
+  expect(download.suggestedFilename()).toBe('notes.txt');
+  const rows = page.getByRole('row');
+  // Header, then folders first: Reports before the files.
+  expect(await rows.nth(1).getByRole('link').textContent()).toBe('Reports');
+});
+
+test('rename through the actions menu; a taken name is an alert in words; delete offers Undo', async () => {
+  await page.getByRole('button', { name: 'Actions for notes.txt' }).click();
+  const menu = page.getByRole('menu');
+  expect(await menu.getByRole('menuitem').allTextContents()).toEqual(['Download', 'Rename', 'Move', 'Delete', 'Versions', 'Share link']);
+  await menu.getByRole('menuitem', { name: 'Rename' }).click();
+  const dialog = page.getByRole('dialog');
+  await dialog.getByRole('textbox', { name: 'Name' }).fill('Reports');
+  await dialog.getByRole('button', { name: 'Rename' }).click();
+  await expect(dialog.getByRole('alert').textContent()).resolves.toMatch(/already taken/);
+  await dialog.getByRole('textbox', { name: 'Name' }).fill('minutes.txt');
+  await dialog.getByRole('button', { name: 'Rename' }).click();
+  await page.getByRole('link', { name: 'minutes.txt', exact: true }).waitFor();
+
+  await page.getByRole('button', { name: 'Actions for minutes.txt' }).click();
+  await page.getByRole('menuitem', { name: 'Delete' }).click();
+  await page.getByRole('link', { name: 'minutes.txt', exact: true }).waitFor({ state: 'detached' });
+  await page.getByRole('button', { name: 'Undo' }).click();
+  await page.getByRole('link', { name: 'minutes.txt', exact: true }).waitFor();
+});
+
+test('move and delete several selected rows at once; the trash restores and deletes forever', async () => {
+  await page.getByRole('checkbox', { name: 'Select minutes.txt' }).check();
+  await page.getByRole('checkbox', { name: 'Select <img src=x onerror=alert(1)>' }).check();
+  await page.getByRole('region', { name: 'Selection' }).getByRole('button', { name: 'Move' }).click();
+  const dialog = page.getByRole('dialog');
+  await dialog.getByRole('button', { name: 'Reports' }).click();
+  await dialog.getByRole('button', { name: 'Move here' }).click();
+  await page.getByRole('link', { name: 'minutes.txt', exact: true }).waitFor({ state: 'detached' });
+  await page.getByRole('link', { name: 'Reports', exact: true }).click();
+  await page.getByRole('link', { name: 'minutes.txt', exact: true }).waitFor();
+  await page.getByRole('checkbox', { name: 'Select all' }).check();
+  await page.getByRole('region', { name: 'Selection' }).getByRole('button', { name: 'Delete' }).click();
+  await page.getByRole('link', { name: 'minutes.txt', exact: true }).waitFor({ state: 'detached' });
+
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Trash' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Trash' }).waitFor();
+  await page.getByRole('button', { name: 'Restore minutes.txt' }).click();
+  await page.getByRole('button', { name: 'Restore minutes.txt' }).waitFor({ state: 'detached' });
+  expect(await seriousViolations(page)).toEqual([]);
+  await page.getByRole('button', { name: 'Delete <img src=x onerror=alert(1)> forever' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Delete forever' }).click();
+  await page.getByRole('button', { name: 'Delete <img src=x onerror=alert(1)> forever' }).waitFor({ state: 'detached' });
+  const trash = await api.get('/v1/trash');
+  expect(trash.body.items).toEqual([]);
+});
+
+test('changes made elsewhere appear without a reload, in the folder and in the trash; search finds files with their folder', async () => {
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Files' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Files' }).waitFor();
+  const up = await api.upload({}, { name: 'from-elsewhere.txt', content: 'x' });
+  expect(up.status).toBe(201);
+  await page.getByRole('link', { name: 'from-elsewhere.txt', exact: true }).waitFor({ timeout: 5000 });
+  await page.getByRole('searchbox', { name: 'Search files' }).fill('minutes');
+  await page.getByRole('link', { name: 'minutes.txt', exact: true }).waitFor();
+  await page.getByRole('link', { name: 'Files / Reports' }).waitFor();
+  await page.getByRole('searchbox', { name: 'Search files' }).fill('');
+  expect(foreign).toEqual([]);
+});
