@@ -32,6 +32,8 @@ export const invalid = (message: string, details?: unknown) => new AppError('INV
 export const notFound = (message = 'not found') => new AppError('NOT_FOUND', message);
 export const nameConflict = (message = 'a sibling with that name already exists') => new AppError('NAME_CONFLICT', message);
 export const preconditionFailed = (message: string, details?: unknown) => new AppError('PRECONDITION_FAILED', message, { details });
+/** Content over MAX_UPLOAD_BYTES, in the one wording every upload path uses. */
+export const tooLarge = (limitBytes: number) => new AppError('FILE_TOO_LARGE', `the content is larger than the upload limit (${limitBytes} bytes)`);
 export const unavailable = (message: string, retryAfter = 1) => new AppError('SERVICE_UNAVAILABLE', message, { retryAfter });
 
 export function isAppError(err: unknown): err is AppError {
