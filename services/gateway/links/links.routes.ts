@@ -15,13 +15,14 @@ const password = Joi.string().min(8).max(1024);
 const maxDownloads = Joi.number().integer().min(1).max(MAX_DOWNLOADS);
 const expiresAt = Joi.string().pattern(TIMESTAMP);
 
+// No member but these, as PATCH: a misspelt one (`expiry`) is a 400, not a link made without it.
 const createSchema = Joi.object({
   resourceId: Joi.string().required(),
   access: Joi.string().valid('read', 'upload'),
   password,
   expiresAt,
   maxDownloads,
-});
+}).unknown(false);
 
 // No member but these three, each with a value or null.
 const updateSchema = Joi.object({
@@ -30,9 +31,9 @@ const updateSchema = Joi.object({
   maxDownloads: maxDownloads.allow(null),
 }).unknown(false);
 
-function validate<T>(schema: Joi.ObjectSchema, body: unknown, stripUnknown: boolean): T {
+function validate<T>(schema: Joi.ObjectSchema, body: unknown): T {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('request body must be a JSON object');
-  const { value, error } = schema.validate(body, { abortEarly: true, convert: false, stripUnknown });
+  const { value, error } = schema.validate(body, { abortEarly: true, convert: false });
   if (error) throw invalid(error.message, error.details[0] ? { field: error.details[0].path.join('.') } : undefined);
   return value as T;
 }
@@ -55,7 +56,7 @@ export function linkRoutes(links: LinksService, publicUrl: string | undefined, a
   const router = Router();
 
   router.post('/links', authenticated, async (req, res) => {
-    const body = validate<{ resourceId: string; access?: 'read' | 'upload'; password?: string; expiresAt?: string; maxDownloads?: number }>(createSchema, req.body, true);
+    const body = validate<{ resourceId: string; access?: 'read' | 'upload'; password?: string; expiresAt?: string; maxDownloads?: number }>(createSchema, req.body);
     const input: CreateLinkInput = {
       resourceId: body.resourceId,
       access: body.access ?? 'read',
@@ -84,7 +85,7 @@ export function linkRoutes(links: LinksService, publicUrl: string | undefined, a
     const userId = principalOf(req).userId;
     // An unknown or another user's id is a 404 before the body is judged.
     await links.get(userId, singleParam(req, 'id'));
-    const body = validate<{ password?: string | null; expiresAt?: string | null; maxDownloads?: number | null }>(updateSchema, req.body, false);
+    const body = validate<{ password?: string | null; expiresAt?: string | null; maxDownloads?: number | null }>(updateSchema, req.body);
     const input: UpdateLinkInput = { password: body.password, maxDownloads: body.maxDownloads };
     if (body.expiresAt !== undefined) input.expiresAt = body.expiresAt === null ? null : futureTime(body.expiresAt);
     const link = await links.update(userId, singleParam(req, 'id'), input);
