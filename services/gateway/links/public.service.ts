@@ -21,12 +21,18 @@ export interface LiveLink {
   resource: LinkedResource;
 }
 
-/** The access string of a request: `Authorization: Bearer <access>` or `?access=`. */
-function presentedAccess(req: Request): string | undefined {
+/**
+ * The access strings a request presents: `Authorization: Bearer <access>` and `?access=`. Both are
+ * tried, so a client that sends a Bearer of its own (a signed-in user's token) can still follow a
+ * link with `?access=`.
+ */
+function presentedAccess(req: Request): string[] {
+  const out: string[] = [];
   const header = req.headers.authorization;
-  if (typeof header === 'string' && /^Bearer /i.test(header)) return header.slice(7).trim();
+  if (typeof header === 'string' && /^Bearer /i.test(header)) out.push(header.slice(7).trim());
   const query = (req.query as Record<string, unknown>).access;
-  return typeof query === 'string' ? query : undefined;
+  if (typeof query === 'string') out.push(query);
+  return out;
 }
 
 /**
@@ -53,8 +59,8 @@ export class PublicLinksService {
   /** PASSWORD_REQUIRED unless the link has no password or the request carries a valid access string for it. */
   requireUnlocked(req: Request, link: LinkRecord): void {
     if (link.passwordHash === null) return;
-    const access = presentedAccess(req);
-    if (access !== undefined && this.secrets.verify({ linkId: link.id, passwordGen: link.passwordGen }, access)) return;
+    const subject = { linkId: link.id, passwordGen: link.passwordGen };
+    if (presentedAccess(req).some((access) => this.secrets.verify(subject, access))) return;
     throw new AppError('PASSWORD_REQUIRED', 'this link needs its password: unlock it first');
   }
 
