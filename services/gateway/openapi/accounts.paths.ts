@@ -1,4 +1,4 @@
-import { ref, response, json, ok, idParam, errorResponse } from './common';
+import { ref, response, json, ok, idParam, errorResponse, LIMIT, OFFSET } from './common';
 
 /** Devices, sign-in, passwords and user administration. */
 export const accountPaths = {
@@ -15,6 +15,32 @@ export const accountPaths = {
         '400': response('BadRequest'),
         '413': response('BodyTooLarge'),
         '429': response('RateLimited'),
+        '503': response('Unavailable'),
+      },
+    },
+    get: {
+      tags: ['auth'],
+      operationId: 'listDevices',
+      summary: 'The caller’s client devices, oldest first; the devices of app passwords and share links are not listed',
+      responses: {
+        '200': ok('the devices; `current` marks the one making this request', ref('DeviceList')),
+        '401': response('Unauthorized'),
+        '503': response('Unavailable'),
+      },
+    },
+  },
+  '/v1/devices/{id}': {
+    delete: {
+      tags: ['auth'],
+      operationId: 'deleteDevice',
+      summary: 'Retire one of the caller’s devices (a client, an app password’s or a share link’s)',
+      description:
+        'From then on every token and session of that device answers 401 on every gateway; an app password bound to it is deleted with it, and a share link bound to it stops working.',
+      parameters: [idParam('device')],
+      responses: {
+        '204': { description: 'retired' },
+        '401': response('Unauthorized'),
+        '404': errorResponse('not an active device of the caller (NOT_FOUND)'),
         '503': response('Unavailable'),
       },
     },
@@ -69,7 +95,32 @@ export const accountPaths = {
       },
     },
   },
+  '/v1/users/me': {
+    get: {
+      tags: ['users'],
+      operationId: 'getMe',
+      summary: 'The caller’s own account',
+      responses: {
+        '200': ok('the account', ref('Me')),
+        '401': response('Unauthorized'),
+        '503': response('Unavailable'),
+      },
+    },
+  },
   '/v1/users': {
+    get: {
+      tags: ['users'],
+      operationId: 'listUsers',
+      summary: 'The active users by username (code point order, then id), with the bytes each holds (administrators only)',
+      parameters: [LIMIT, OFFSET],
+      responses: {
+        '200': ok('one page of users', ref('UserPage')),
+        '400': response('BadRequest'),
+        '401': response('Unauthorized'),
+        '403': response('Forbidden'),
+        '503': response('Unavailable'),
+      },
+    },
     post: {
       tags: ['users'],
       operationId: 'createUser',

@@ -44,6 +44,38 @@ export const accountSchemas = {
       isAdmin: { type: 'boolean', default: false },
     },
   },
+  OwnDevice: {
+    type: 'object',
+    required: ['id', 'name', 'platform', 'createdAt', 'lastUsedAt', 'current'],
+    properties: {
+      id: ID,
+      name: { type: 'string' },
+      platform: { type: ['string', 'null'] },
+      createdAt: TIMESTAMP,
+      lastUsedAt: { type: ['string', 'null'], format: 'date-time', description: 'the last sign-in on it; null before the first' },
+      current: { type: 'boolean', description: 'the device of the token (or session) making this request' },
+    },
+  },
+  DeviceList: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: ref('OwnDevice') } } },
+  Me: {
+    type: 'object',
+    required: ['id', 'username', 'email', 'isAdmin', 'quotaBytes'],
+    properties: {
+      id: ID,
+      username: { type: 'string' },
+      email: { type: ['string', 'null'] },
+      isAdmin: { type: 'boolean' },
+      quotaBytes: { type: ['integer', 'null'], minimum: 0, description: 'null: no quota' },
+    },
+  },
+  ListedUser: {
+    allOf: [ref('User'), { type: 'object', required: ['usedBytes'], properties: { usedBytes: { type: 'integer', minimum: 0, description: 'bytes held: files, trash, versions and unfinished uploads' } } }],
+  },
+  UserPage: {
+    type: 'object',
+    required: ['items', 'total', 'limit', 'offset'],
+    properties: { items: { type: 'array', items: ref('ListedUser') }, total: { type: 'integer' }, limit: { type: 'integer' }, offset: { type: 'integer' } },
+  },
   User: {
     type: 'object',
     required: ['id', 'username', 'email', 'isAdmin', 'createdAt', 'quotaBytes'],
