@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
 import { putStreamed, type StreamedPut } from '../../shared/storage/s3/s3.multipart';
+import { createS3Client } from '../../shared/storage/s3/s3.client';
 import type { S3ContentStore } from '../../shared/storage/s3/s3.store';
 import { onS3Store } from '../support/drivers';
 
@@ -50,6 +51,40 @@ test.each([0, 1, PART - 1, PART, PART + 1, 2 * PART + PART / 2])('%i bytes arriv
   await putStreamed(putOf(key), chunks(body));
   expect((await stored(key)).equals(body)).toBe(true);
   expect(await pendingUploads()).toEqual([]);
+});
+
+test('the source is read at most the parts in flight and the one being gathered ahead of what the store has stored', async () => {
+  const body = randomBytes(6 * PART + 12345);
+  // A client on the store's configuration, with a step that counts each part's bytes once the store answered.
+  const client = createS3Client(store.config);
+  let acknowledged = 0;
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const out = await next(args);
+      if (context.commandName === 'UploadPartCommand') acknowledged += ((args.input as { Body: Buffer }).Body).length;
+      return out;
+    },
+    { step: 'initialize', name: 'countStoredParts' },
+  );
+  let read = 0;
+  let ahead = 0;
+  async function* counted(): AsyncGenerator<Buffer> {
+    for await (const chunk of chunks(body)) {
+      read += chunk.length;
+      ahead = Math.max(ahead, read - acknowledged);
+      yield chunk;
+    }
+  }
+  try {
+    await putStreamed({ ...putOf('bounded/six-parts'), client }, counted());
+  } finally {
+    client.destroy();
+  }
+  expect((await stored('bounded/six-parts')).equals(body)).toBe(true);
+  expect(acknowledged).toBe(body.length);
+  // Two parts in flight and one being gathered, plus one chunk of the source (at most 256 KiB) and
+  // what the stream between them buffers.
+  expect(ahead).toBeLessThanOrEqual(3 * PART + 512 * 1024);
 });
 
 test('a source that fails after parts were stored leaves no object and no stored parts', async () => {
