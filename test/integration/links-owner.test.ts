@@ -121,4 +121,17 @@ describe('share links, owner side', () => {
     const device = await stack.env.db('devices').where({ id: link.deviceId }).first();
     expect(device.deleted_at).not.toBeNull();
   });
+
+  test("DELETE /v1/devices/:id of a link's device: the link answers 404 from then on; another user cannot", async () => {
+    const link = (await api.post('/v1/links', { resourceId: folderId })).body;
+    expect((await api.get(`/v1/public/${link.token}/items`)).status).toBe(200);
+    expect((await other.delete(`/v1/devices/${link.deviceId}`)).status).toBe(404);
+    expect((await api.get(`/v1/public/${link.token}/items`)).status).toBe(200);
+    expect((await api.delete(`/v1/devices/${link.deviceId}`)).status).toBe(204);
+    for (const path of ['', '/items', `/content?fileId=${fileId}`, '/archive']) {
+      const res = await api.get(`/v1/public/${link.token}${path}`);
+      expect(res.status).toBe(404);
+      expect(res.body.error.message).toBe('no such link, or it is no longer available');
+    }
+  });
 });
