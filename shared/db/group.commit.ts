@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { ChangeAuthor, ChangeClock } from './owner.transaction';
+import type { ChangeAuthor, ChangeClock } from './change.clock';
 
 /** A write waiting to share its owner's next transaction (OwnerTransactions.runTogether). */
 export interface TogetherWrite {
