@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { CHUNKING, type ContentChunk } from '../protocol/chunking';
+import { CHUNKING, packChunks, unpackChunks, type ContentChunk } from '../protocol/chunking';
 
 /** A content's chunk list as kept: the content it describes and its chunks. */
 export interface StoredChunkList {
@@ -7,29 +7,6 @@ export interface StoredChunkList {
   sha256: string;
   size: number;
   chunks: ContentChunk[];
-}
-
-const ENTRY_BYTES = 36;
-
-/** 4 bytes of length and 32 of SHA-256 per chunk. */
-export function packChunks(chunks: ContentChunk[]): Buffer {
-  const out = Buffer.allocUnsafe(chunks.length * ENTRY_BYTES);
-  chunks.forEach((c, i) => {
-    out.writeUInt32BE(c.length, i * ENTRY_BYTES);
-    out.write(c.sha256, i * ENTRY_BYTES + 4, 32, 'hex');
-  });
-  return out;
-}
-
-export function unpackChunks(packed: Buffer): ContentChunk[] {
-  const chunks: ContentChunk[] = [];
-  let offset = 0;
-  for (let at = 0; at + ENTRY_BYTES <= packed.length; at += ENTRY_BYTES) {
-    const length = packed.readUInt32BE(at);
-    chunks.push({ offset, length, sha256: packed.toString('hex', at + 4, at + ENTRY_BYTES) });
-    offset += length;
-  }
-  return chunks;
 }
 
 interface ChunkListRow {

@@ -126,6 +126,29 @@ export function chunksOf(bytes: Uint8Array): ContentChunk[] {
   return [...chunker.update(bytes), ...chunker.finish()];
 }
 
+const PACKED_ENTRY = 36;
+
+/** A chunk list in 36 bytes a chunk: 4 of length (big-endian), 32 of SHA-256; offsets follow from the lengths. */
+export function packChunks(chunks: ContentChunk[]): Buffer {
+  const out = Buffer.allocUnsafe(chunks.length * PACKED_ENTRY);
+  chunks.forEach((c, i) => {
+    out.writeUInt32BE(c.length, i * PACKED_ENTRY);
+    out.write(c.sha256, i * PACKED_ENTRY + 4, 32, 'hex');
+  });
+  return out;
+}
+
+export function unpackChunks(packed: Buffer): ContentChunk[] {
+  const chunks: ContentChunk[] = [];
+  let offset = 0;
+  for (let at = 0; at + PACKED_ENTRY <= packed.length; at += PACKED_ENTRY) {
+    const length = packed.readUInt32BE(at);
+    chunks.push({ offset, length, sha256: packed.toString('hex', at + 4, at + PACKED_ENTRY) });
+    offset += length;
+  }
+  return chunks;
+}
+
 /** The media type of a delta body (`POST /files/:id/delta`). */
 export const DELTA_MEDIA_TYPE = 'application/vnd.filesync.delta';
 

@@ -107,9 +107,15 @@ async function applyChanges(
     return true;
   };
 
-  const download = async (node: RemoteNode, target: string, expect: { mtimeMs: number; size: number } | undefined): Promise<boolean> => {
+  const download = async (
+    node: RemoteNode,
+    target: string,
+    expect: { mtimeMs: number; size: number } | undefined,
+    /** The base content held at `target`, which a delta download copies its unchanged chunks from. */
+    local?: { path: string; sha256: string },
+  ): Promise<boolean> => {
     const label = live.path(node.parentId) === undefined ? node.name : joinPath(live.path(node.parentId)!, node.name);
-    const got = await ctx.transfers.download(node.id, label, node.size, node.sha256);
+    const got = await ctx.transfers.download(node.id, label, node.size, node.sha256, local);
     if (got.expected !== got.sha256) {
       await fs.rm(got.tmp, { force: true });
       r.error(`download of ${label} did not match the SHA-256 the service announced; it will be fetched again`);
@@ -127,7 +133,7 @@ async function applyChanges(
     await fs.rename(got.tmp, target);
     const st = await statOf(target);
     j.putBase(toBase({ ...node, sha256: got.sha256, size: st?.size ?? node.size }, st));
-    r.line(`downloaded ${label}`);
+    r.line(`downloaded ${label}${ctx.transfers.deltaNote(node.id)}`);
     return true;
   };
 
@@ -193,7 +199,7 @@ async function applyChanges(
             continue;
           }
           if (mine === b.sha256 && rn.sha256) {
-            if (await download(rn, target, entry)) actions++;
+            if (await download(rn, target, entry, { path: target, sha256: b.sha256 })) actions++;
             continue;
           }
           if (!rn.sha256) continue;

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { packChunks, unpackChunks, type ContentChunk } from '../../../shared/protocol/chunking';
 
 /** The state folder inside the synced folder; it is never synced. */
 export const STATE_DIR = '.filesync';
@@ -59,6 +60,7 @@ export class Journal {
       CREATE TABLE IF NOT EXISTS outbox (op_id TEXT PRIMARY KEY, op TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS uploads (id TEXT PRIMARY KEY, path TEXT NOT NULL, sha256 TEXT NOT NULL, url TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS conflicts (path TEXT NOT NULL, created_at TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS chunk_lists (sha256 TEXT PRIMARY KEY, chunks BLOB NOT NULL);
     `);
     // A journal made without the `racy` column gets it; its rows count as read in good time.
     const columns = this.db.prepare('PRAGMA table_info(base)').all() as { name: string }[];
@@ -192,5 +194,27 @@ export class Journal {
 
   conflicts(): { path: string; createdAt: string }[] {
     return this.db.prepare('SELECT path, created_at AS createdAt FROM conflicts ORDER BY rowid').all() as { path: string; createdAt: string }[];
+  }
+
+  /** The chunk list of a content this device holds or held (docs/SYNC-CLIENT.md), by its SHA-256. */
+  chunkList(sha256: string): ContentChunk[] | undefined {
+    const row = this.db.prepare('SELECT chunks FROM chunk_lists WHERE sha256 = ?').get(sha256) as { chunks: Buffer } | undefined;
+    return row ? unpackChunks(row.chunks) : undefined;
+  }
+
+  /** Keeps a content's chunk list; lists of contents no longer any file's base are dropped. */
+  putChunkList(sha256: string, chunks: ContentChunk[]): void {
+    this.tx(() => {
+      this.db.prepare('INSERT OR REPLACE INTO chunk_lists (sha256, chunks) VALUES (?, ?)').run(sha256, packChunks(chunks));
+      this.db.prepare('DELETE FROM chunk_lists WHERE sha256 <> ? AND sha256 NOT IN (SELECT sha256 FROM base)').run(sha256);
+    });
+  }
+
+  /** Adds what a delta transfer sent and what it saved to the totals `status` shows. */
+  countDelta(sentBytes: number, savedBytes: number): void {
+    this.tx(() => {
+      this.set('delta_sent_bytes', String(Number(this.get('delta_sent_bytes') ?? 0) + sentBytes));
+      this.set('delta_saved_bytes', String(Number(this.get('delta_saved_bytes') ?? 0) + savedBytes));
+    });
   }
 }

@@ -183,7 +183,7 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
     await transfer(label, () => ctx.transfers.uploadEdit({ id: e.node.id, diskPath: e.node.entry.disk, path: label, sha256: e.sha256, size: e.node.entry.size, ifMatch: e.b.sha256 }), (file) => {
       const current = j.base().get(e.node.id) ?? e.b;
       put({ ...fileOf(file, e.sha256), parentId: current.parentId, name: current.name }, e.node.entry);
-      say(`uploaded ${label}`);
+      say(`uploaded ${label}${ctx.transfers.deltaNote(e.node.id)}`);
     });
   }
 

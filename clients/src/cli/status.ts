@@ -74,6 +74,11 @@ export async function status(dir: string, settings: Settings, out: (line: string
     out(`account: ${journal.get('username') ?? '?'} on ${session.client.server} (device ${journal.get('device_name') ?? '?'})`);
     out(`last sync: ${journal.get('last_sync') ?? 'never'}`);
     out(`pending: ${localOps} ops, ${uploads} uploads, ${downloads} downloads${unseen ? `, ${unseen} server changes not pulled yet` : ''}`);
+    const deltaSent = journal.get('delta_sent_bytes');
+    if (deltaSent !== undefined) {
+      const saved = Number(journal.get('delta_saved_bytes') ?? 0);
+      out(`delta transfers: ${human(Number(deltaSent))} moved instead of ${human(Number(deltaSent) + saved)}, ${human(saved)} saved (${saved} bytes)`);
+    }
     const conflicts = journal.conflicts();
     out(`conflicted copies: ${conflicts.length}`);
     for (const c of conflicts) out(`  ${c.path} (${c.createdAt})`);

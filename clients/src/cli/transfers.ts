@@ -10,18 +10,32 @@ import type { Reporter } from './output';
 import type { Session } from './session';
 import { newId } from './match';
 import { assertSafeId } from './local.names';
+import { DeltaTransfers, describeDelta, type DeltaNote } from './delta.transfers';
 
 /** Uploads above this size go by tus and resume after a crash. */
 export const RESUMABLE_THRESHOLD = 8 * 1024 * 1024;
 
 export class Transfers {
+  private readonly delta: DeltaTransfers;
+  /** What the last delta transfer of each file moved, until its action line is written. */
+  private readonly notes = new Map<string, DeltaNote>();
+
   constructor(
     private readonly dir: string,
     private readonly session: Session,
     private readonly journal: Journal,
     private readonly reporter: Reporter,
     private readonly signal: AbortSignal,
-  ) {}
+  ) {
+    this.delta = new DeltaTransfers(session, journal, signal);
+  }
+
+  /** ` (delta: ...)` for the action line of a file that travelled as changes, else empty. */
+  deltaNote(id: string): string {
+    const note = this.notes.get(id);
+    this.notes.delete(id);
+    return describeDelta(note);
+  }
 
   /**
    * Downloads a file's content into `.filesync/tmp/` and answers the temporary path, the digest of
@@ -29,9 +43,28 @@ export class Transfers {
    * the gateway's `Repr-Digest` (or its ETag, the content's SHA-256), else the SHA-256 the change feed
    * announced (a content served from the store on another origin carries the store's ETag, not it).
    */
-  async download(id: string, label: string, size: number, announced: string): Promise<{ tmp: string; sha256: string; expected: string }> {
+  async download(
+    id: string,
+    label: string,
+    size: number,
+    announced: string,
+    /** The content this device holds for the file (its path and SHA-256), from which a delta download copies. */
+    local?: { path: string; sha256: string },
+  ): Promise<{ tmp: string; sha256: string; expected: string }> {
     assertSafeId(id);
     const tmp = join(this.dir, STATE_DIR, 'tmp', `${id}-${newId().slice(0, 8)}`);
+    if (local) {
+      const bar = this.reporter.progress(label, size);
+      try {
+        const got = await this.delta.download({ id, size, basePath: local.path, baseSha256: local.sha256 }, tmp, (done) => bar.update(done));
+        if (got) {
+          this.notes.set(id, got.note);
+          return { tmp, sha256: got.sha256, expected: got.expected };
+        }
+      } finally {
+        bar.done();
+      }
+    }
     const res = await this.session.authed(() => this.session.client.download(id, { signal: this.signal }));
     const expected = this.session.client.announcedDigest(res) ?? announced;
     const hash = createHash('sha256');
@@ -81,6 +114,11 @@ export class Transfers {
   /** New content for a known file, on the condition that the service still holds `ifMatch`. */
   async uploadEdit(input: { id: string; diskPath: string; path: string; sha256: string; size: number; ifMatch: string }): Promise<File> {
     const full = join(this.dir, input.diskPath);
+    const delta = await this.delta.upload({ id: input.id, full, sha256: input.sha256, size: input.size, ifMatch: input.ifMatch });
+    if (delta) {
+      this.notes.set(input.id, delta.note);
+      return delta.file;
+    }
     if (input.size > RESUMABLE_THRESHOLD) {
       const pending = this.journal.upload(input.id, input.path, input.sha256);
       return this.resumable(full, input.path, input.size, input.sha256, { fileId: input.id, sha256: input.sha256 }, input.id, pending?.url, input.ifMatch || undefined);

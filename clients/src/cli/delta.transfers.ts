@@ -1,0 +1,185 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, promises as fs } from 'node:fs';
+import { Readable } from 'node:stream';
+import type { File } from '../../../shared/protocol';
+import { ContentChunker, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
+import { deltaBody, fetchChunkList, fetchRange, planDelta, uploadDelta } from '../sdk/delta';
+import { AbortedError, ApiError } from '../sdk/errors';
+import type { Journal } from './journal';
+import type { Session } from './session';
+
+/**
+ * Files from this size on travel as changes when they can (docs/SYNC-CLIENT.md): below it, a whole
+ * transfer is about as cheap as the chunk list and the local read that a delta needs.
+ */
+export const DELTA_THRESHOLD = 4 * 1024 * 1024;
+
+/** A delta that would move more than this share of the file goes whole: it would save little. */
+const WORTHWHILE = 0.5;
+
+/** Missing ranges nearer than this are fetched as one, so a scattered change costs few requests. */
+const RANGE_GAP = 256 * 1024;
+
+/** What a delta moved instead of the whole file, for the action line and the `status` totals. */
+export interface DeltaNote {
+  movedBytes: number;
+  size: number;
+}
+
+export const describeDelta = (n: DeltaNote | undefined): string => (n ? ` (delta: ${n.movedBytes} of ${n.size} bytes moved, ${n.size - n.movedBytes} saved)` : '');
+
+/** The chunks of a file on disk, and the SHA-256 of the whole, in one read. */
+export async function chunkFile(path: string, signal?: AbortSignal): Promise<{ chunks: ContentChunk[]; sha256: string; size: number }> {
+  const chunker = new ContentChunker();
+  const whole = createHash('sha256');
+  const chunks: ContentChunk[] = [];
+  let size = 0;
+  for await (const piece of createReadStream(path, { highWaterMark: 1024 * 1024, signal }) as AsyncIterable<Buffer>) {
+    whole.update(piece);
+    size += piece.length;
+    chunks.push(...chunker.update(piece));
+  }
+  chunks.push(...chunker.finish());
+  return { chunks, sha256: whole.digest('hex'), size };
+}
+
+async function* fileRange(path: string, offset: number, length: number): AsyncGenerator<Uint8Array> {
+  yield* createReadStream(path, { start: offset, end: offset + length - 1, highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>;
+}
+
+/** Failures after which a whole transfer may still succeed: anything but an abort or a refusal the whole transfer would get too. */
+const worthRetryingWhole = (err: unknown) =>
+  !(err instanceof AbortedError) && !(err instanceof ApiError && ['PRECONDITION_FAILED', 'QUOTA_EXCEEDED', 'RATE_LIMITED'].includes(err.code));
+
+/**
+ * Delta uploads and downloads of large files. Each method answers undefined when a delta cannot do
+ * better than a whole transfer (a small file, no base, most bytes changed, a service without the
+ * endpoints), and the caller then transfers the file whole.
+ */
+export class DeltaTransfers {
+  constructor(
+    private readonly session: Session,
+    private readonly journal: Journal,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  /** The chunk list of the base `sha256`: kept by the journal, else the service's while it still holds that content. */
+  private async baseList(id: string, sha256: string): Promise<ContentChunk[] | undefined> {
+    const kept = this.journal.chunkList(sha256);
+    if (kept) return kept;
+    const list = await this.session.authed(() => fetchChunkList(this.session.client, id, this.signal));
+    return list.sha256 === sha256 ? list.chunks : undefined;
+  }
+
+  async upload(input: { id: string; full: string; sha256: string; size: number; ifMatch: string }): Promise<{ file: File; note: DeltaNote } | undefined> {
+    if (input.size < DELTA_THRESHOLD || !input.ifMatch) return undefined;
+    try {
+      const base = await this.baseList(input.id, input.ifMatch);
+      if (!base) return undefined;
+      const local = await chunkFile(input.full, this.signal);
+      // Changed again since the scan: the whole upload (and its digest check) deals with it.
+      if (local.sha256 !== input.sha256) return undefined;
+      const plan = planDelta(base, local.chunks);
+      if (plan.dataBytes > local.size * WORTHWHILE) return undefined;
+      const file = await this.session.authed(() =>
+        uploadDelta(this.session.client, input.id, {
+          body: deltaBody(plan.steps, (offset, length) => fileRange(input.full, offset, length)),
+          ifMatch: input.ifMatch,
+          sha256: input.sha256,
+          signal: this.signal,
+        }),
+      );
+      this.journal.putChunkList(input.sha256, local.chunks);
+      const note = { movedBytes: plan.dataBytes, size: local.size };
+      this.journal.countDelta(note.movedBytes, note.size - note.movedBytes);
+      return { file, note };
+    } catch (err) {
+      if (worthRetryingWhole(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * The file's current content assembled in `tmp` from the chunks the local base at `basePath` holds
+   * and ranges fetched for the others. The caller checks the SHA-256 before renaming it into place.
+   */
+  async download(
+    input: { id: string; size: number; basePath: string; baseSha256: string },
+    tmp: string,
+    progress: (done: number) => void,
+  ): Promise<{ sha256: string; expected: string; note: DeltaNote } | undefined> {
+    if (input.size < DELTA_THRESHOLD) return undefined;
+    try {
+      const list = await this.session.authed(() => fetchChunkList(this.session.client, input.id, this.signal));
+      const base = this.journal.chunkList(input.baseSha256) ?? (await chunkFile(input.basePath, this.signal)).chunks;
+      const plan = planDelta(base, list.chunks);
+      if (plan.dataBytes > list.size * WORTHWHILE) return undefined;
+      const moved = await this.assemble(input.id, list, plan.steps, input.basePath, tmp, progress);
+      if (moved.sha256 === list.sha256) this.journal.putChunkList(list.sha256, list.chunks);
+      const note = { movedBytes: moved.fetched, size: list.size };
+      this.journal.countDelta(note.movedBytes, note.size - note.movedBytes);
+      return { sha256: moved.sha256, expected: list.sha256, note };
+    } catch (err) {
+      await fs.rm(tmp, { force: true });
+      if (worthRetryingWhole(err) || (err instanceof ApiError && err.code === 'PRECONDITION_FAILED')) return undefined;
+      throw err;
+    }
+  }
+
+  private async assemble(
+    id: string,
+    list: ChunkList,
+    steps: ReturnType<typeof planDelta>['steps'],
+    basePath: string,
+    tmp: string,
+    progress: (done: number) => void,
+  ): Promise<{ sha256: string; fetched: number }> {
+    const whole = createHash('sha256');
+    const out = await fs.open(tmp, 'wx', 0o600);
+    const base = await fs.open(basePath, 'r');
+    let written = 0;
+    let fetched = 0;
+    const write = async (piece: Uint8Array) => {
+      whole.update(piece);
+      await out.write(piece);
+      written += piece.length;
+      progress(written);
+    };
+    try {
+      for (let i = 0; i < steps.length; i++) {
+        const s = steps[i]!;
+        if (s.kind === 'copy') {
+          const buf = Buffer.allocUnsafe(Math.min(s.length, 1024 * 1024));
+          for (let done = 0; done < s.length; ) {
+            const { bytesRead } = await base.read(buf, 0, Math.min(buf.length, s.length - done), s.baseOffset + done);
+            if (bytesRead === 0) throw new Error('the local base is shorter than its chunk list');
+            await write(buf.subarray(0, bytesRead));
+            done += bytesRead;
+          }
+          continue;
+        }
+        // Data steps close together are one range; the base bytes between them come along.
+        let end = s.offset + s.length;
+        while (steps[i + 1]?.kind === 'copy' && steps[i + 2]?.kind === 'data') {
+          const next = steps[i + 2] as { offset: number; length: number };
+          if (next.offset - end > RANGE_GAP) break;
+          end = next.offset + next.length;
+          i += 2;
+        }
+        const res = await this.session.authed(() => fetchRange(this.session.client, id, s.offset, end - 1, list.sha256, this.signal));
+        let got = 0;
+        for await (const piece of Readable.fromWeb(res.body as never) as AsyncIterable<Buffer>) {
+          got += piece.length;
+          await write(piece);
+        }
+        fetched += got;
+        if (got !== end - s.offset) throw new Error('a range arrived short');
+      }
+      await out.sync();
+    } finally {
+      await out.close();
+      await base.close();
+    }
+    return { sha256: whole.digest('hex'), fetched };
+  }
+}
