@@ -80,9 +80,6 @@ import { davRouter } from './dav/dav.router';
 import { DavService } from './dav/dav.service';
 import { DavTree } from './dav/dav.tree';
 import { versionRoutes } from './versions/versions.routes';
-import { itemRoutes } from './items/items.routes';
-import { ItemsService } from './items/items.service';
-import { webAppRoutes } from './webapp/webapp.routes';
 import { LinkRepository } from '../../shared/db/repositories/link.repository';
 import { TreeRepository } from '../../shared/db/repositories/tree.repository';
 import { linkMetrics } from './links/link.metrics';
@@ -93,6 +90,9 @@ import { linkRoutes } from './links/links.routes';
 import { LinksService } from './links/links.service';
 import { publicLinkRoutes } from './links/public.routes';
 import { PublicLinksService } from './links/public.service';
+import { itemRoutes } from './items/items.routes';
+import { ItemsService } from './items/items.service';
+import { webAppRoutes } from './webapp/webapp.routes';
 import { VersionsService } from './versions/versions.service';
 
 export interface GatewayDeps {
@@ -264,7 +264,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
   v1.use(deviceRoutes(new DevicesService(devices), registerLimit, new UserDevicesService(devices, principals), authenticated));
   v1.use(authRoutes(auth, loginLimits, authenticated));
-  v1.use(sessionRoutes(new SessionService(users, devices, new DevicesService(devices), hasher, tokens, undefined), loginLimits, authenticated, config.publicUrl));
+  v1.use(sessionRoutes(new SessionService(users, devices, new DevicesService(devices), hasher, tokens, new UserDevicesService(devices, principals)), loginLimits, authenticated, config.publicUrl));
   v1.use(itemRoutes(new ItemsService(resources, new ListingRepository(db)), authenticated));
   v1.use(userRoutes(new UsersService(users, hasher, config.defaultQuotaBytes, principals), usage, authenticated));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));

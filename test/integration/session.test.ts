@@ -78,6 +78,8 @@ test('a Bearer token is not subject to the origin check, and signing out clears 
   const out = await fetch(`${origin}/v1/session`, { method: 'DELETE', headers: { cookie, 'sec-fetch-site': 'same-origin' } });
   expect(out.status).toBe(204);
   expect(out.headers.get('set-cookie')).toMatch(/^filesync_session=;.*Expires=Thu, 01 Jan 1970/);
+  // Signing out retired the browser's device: the old cookie is refused from then on.
+  expect((await fetch(`${origin}/v1/items`, { headers: { cookie } })).status).toBe(401);
 });
 
 test('a sign-in posted from another origin is refused; a wrong password is 401; the login limits count sign-ins', async () => {

@@ -16,9 +16,9 @@ export interface SignedIn extends SessionView {
   token: string;
 }
 
-/** Ends a device everywhere: its tokens and sessions answer 401 on every gateway from then on. */
-export interface DeviceEnder {
-  end(userId: string, deviceId: string): Promise<void>;
+/** Retires a device everywhere: its tokens and sessions answer 401 on every gateway from then on. */
+export interface DeviceRetirement {
+  retire(userId: string, deviceId: string): Promise<void>;
 }
 
 const signInFailed = () => new AppError('UNAUTHORIZED', 'invalid username or password');
@@ -35,7 +35,7 @@ export class SessionService {
     private readonly registry: DevicesService,
     private readonly hasher: PasswordHasher,
     private readonly tokens: TokenService,
-    private readonly ender: DeviceEnder | undefined,
+    private readonly retirement: DeviceRetirement,
   ) {}
 
   async signIn(username: string, password: string, device: { name: string; platform: string }): Promise<SignedIn> {
@@ -57,7 +57,7 @@ export class SessionService {
 
   /** Signing out ends the browser's device, so its token is refused everywhere, not only forgotten here. */
   async signOut(userId: string, deviceId: string): Promise<void> {
-    await this.ender?.end(userId, deviceId);
+    await this.retirement.retire(userId, deviceId);
   }
 
   private issue(user: SessionView['user'], deviceId: string, now: Date): SignedIn {
