@@ -8,6 +8,7 @@ import { accountPaths } from './accounts.paths';
 import { appPasswordPaths, appPasswordSchemas, appPasswordsTag } from './app-passwords.paths';
 import { linkPaths, linkSchemas, linkSecuritySchemes, linksTag } from './links.paths';
 import { components } from './components';
+import { deltaPaths, deltaSchemas } from './delta.paths';
 import { filePaths } from './files.paths';
 import { monitoringPaths } from './monitoring.paths';
 import { quotaPaths, quotaSchemas, quotaTags, setQuotaOperation } from './quota.paths';
@@ -51,6 +52,7 @@ export const openapiDocument = {
     ...accountPaths,
     '/v1/users/{id}': { ...accountPaths['/v1/users/{id}'], patch: setQuotaOperation },
     ...filePaths,
+    ...deltaPaths,
     ...quotaPaths,
     ...syncPaths,
     ...trashPaths,
@@ -63,6 +65,6 @@ export const openapiDocument = {
     ...components,
     securitySchemes: { ...components.securitySchemes, ...linkSecuritySchemes },
     parameters: trashParameters,
-    schemas: { ...components.schemas, ...trashSchemas, ...quotaSchemas, ...appPasswordSchemas, ...linkSchemas },
+    schemas: { ...components.schemas, ...trashSchemas, ...quotaSchemas, ...appPasswordSchemas, ...linkSchemas, ...deltaSchemas },
   },
 } as const;
