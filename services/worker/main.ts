@@ -1,34 +1,14 @@
 import { ConfigError, loadConfig } from '../../shared/config';
-import { ContentRepository } from '../../shared/db/repositories/content.repository';
-import { createDb } from '../../shared/db/knex';
 import { migrateToLatest } from '../../shared/db/migrations/migrate';
 import { createLogger } from '../../shared/logger';
-import { createContentStore } from '../../shared/storage/store.factory';
-import { claimStore, StoreMismatchError } from '../../shared/content/store.identity';
-import { startMaintenance } from './maintenance.workers';
-import { startOpsServer } from './ops.server';
-import { startSyncWorkers } from './sync.workers';
-import { WorkerMetrics } from './worker.metrics';
-import { workerSession } from './worker.session';
+import { StoreMismatchError } from '../../shared/content/store.identity';
+import { openWorker } from './open.worker';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env, 'worker');
   const logger = createLogger('worker', config.logLevel);
   await migrateToLatest(config.databaseUrl);
-  // One connection per ring in progress, one for the sweeper, one for failing a batch, one for maintenance.
-  const db = createDb(config.databaseUrl, {
-    max: config.syncConcurrency + 3,
-    session: workerSession({ lockWaitS: config.syncLockWaitS, deadlineMs: config.syncBatchDeadlineMs }),
-  });
-  // Before the maintenance jobs purge or expire anything: refuses to start on a store that is not the database's.
-  const store = createContentStore(config);
-  await claimStore(store, new ContentRepository(db));
-  const metrics = new WorkerMetrics();
-  const sync = await startSyncWorkers(config, db, logger, metrics.recordApplied);
-  const maintenance = await startMaintenance(config, db, logger, store);
-  metrics.observe(sync.workers);
-  const ops = await startOpsServer(config.workerPort, db, sync.workers, logger, metrics.registry, config.host);
-  logger.info({ concurrency: config.syncConcurrency, prefix: config.queuePrefix }, 'worker ready');
+  const worker = await openWorker({ config, logger });
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -38,13 +18,8 @@ async function main(): Promise<void> {
     // Rings in progress may finish within SHUTDOWN_TIMEOUT_MS (less a margin to exit). Past it the
     // process exits anyway: MySQL rolls back what did not commit and the batches stay pending for
     // another worker, whose sweeper rings them again.
-    const deadline = Math.max(0, config.shutdownTimeoutMs - 500);
-    const [finished] = await Promise.all([
-      sync.close(deadline),
-      Promise.race([maintenance.close(), new Promise((r) => setTimeout(r, deadline))]),
-    ]);
+    const finished = await worker.close(Math.max(0, config.shutdownTimeoutMs - 500));
     if (!finished) logger.warn('batches were still running at the shutdown deadline; they roll back and stay pending');
-    else await Promise.race([Promise.allSettled([db.destroy(), ops?.close()]), new Promise((r) => setTimeout(r, 300))]);
     logger.info('worker stopped');
     process.exit(0);
   };

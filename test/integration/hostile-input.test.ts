@@ -1,12 +1,11 @@
 import net from 'node:net';
 import { newId } from '../../shared/ids';
 import { PART_SIZE } from '../../shared/storage/s3/s3.store';
-import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { Api, type ApiResponse } from '../support/client';
 import { DRIVERS, onDriver, StoredContent } from '../support/drivers';
 import { expectError } from '../support/fixtures';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
-import { startInProcessWorkers } from '../support/workers';
+import { startInProcessWorkers, type OpenWorker } from '../support/workers';
 
 /**
  * What a hostile or broken client can send: odd names, odd bytes, odd HTTP. Every refusal is the
@@ -16,7 +15,7 @@ describe.each(DRIVERS)('hostile input on the %s driver', (driver) => {
   let env: TestEnv;
   let stored: StoredContent;
   let gateway: RunningGateway;
-  let workers: SyncWorkers;
+  let workers: OpenWorker;
   let anon: Api;
   let admin: Api;
   let token: string;

@@ -2,8 +2,7 @@ import { Api } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 import { makeFolders, unzipEntries } from '../support/links';
 import { RedisCluster } from '../support/redis.cluster';
-import { startInProcessWorkers } from '../support/workers';
-import type { SyncWorkers } from '../../services/worker/sync.workers';
+import { startInProcessWorkers, type OpenWorker } from '../support/workers';
 
 /**
  * Share links with REDIS_CLUSTER_NODES on a real three-master Redis Cluster and two gateways: unlock
@@ -14,7 +13,7 @@ let cluster: RedisCluster;
 let env: TestEnv;
 let one: RunningGateway;
 let two: RunningGateway;
-let workers: SyncWorkers;
+let workers: OpenWorker;
 let api: Api;
 
 beforeAll(async () => {

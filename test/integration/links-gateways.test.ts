@@ -1,14 +1,13 @@
 import { Api } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
-import { startInProcessWorkers } from '../support/workers';
-import type { SyncWorkers } from '../../services/worker/sync.workers';
+import { startInProcessWorkers, type OpenWorker } from '../support/workers';
 
 /** Share links on two gateways of one service: a revocation holds on both at once; unlock attempts are counted across them. */
 describe('share links across gateways', () => {
   let env: TestEnv;
   let one: RunningGateway;
   let two: RunningGateway;
-  let workers: SyncWorkers;
+  let workers: OpenWorker;
   let api: Api;
 
   beforeAll(async () => {

@@ -1,39 +1,29 @@
-import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { newId } from '../../shared/ids';
-import { createLogger } from '../../shared/logger';
 import { SYNC_QUEUE_NAME } from '../../shared/queue/ring.contract';
-import { startOpsServer } from '../../services/worker/ops.server';
-import type { SyncWorkers } from '../../services/worker/sync.workers';
-import { WorkerMetrics } from '../../services/worker/worker.metrics';
 import { Api } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 import { hasSeries, metricValue } from '../support/metrics';
-import { startInProcessWorkers } from '../support/workers';
+import { startInProcessWorkers, type OpenWorker } from '../support/workers';
 
 /** /metrics of both services moves with the traffic it describes. */
 let env: TestEnv;
 let gateway: RunningGateway;
-let workers: SyncWorkers;
-let opsServer: Server;
+let worker: OpenWorker;
 let workerBase: string;
 let anon: Api;
 
 beforeAll(async () => {
   env = await createTestEnv();
   gateway = await startGateway(env);
-  // Wired as services/worker/main.ts does it.
-  const metrics = new WorkerMetrics();
-  workers = await startInProcessWorkers(env, metrics.recordApplied);
-  metrics.observe(workers.workers);
-  opsServer = (await startOpsServer(0, env.db, workers.workers, createLogger('worker', 'silent'), metrics.registry))!;
-  workerBase = `http://127.0.0.1:${(opsServer.address() as AddressInfo).port}`;
+  // Wired as services/worker/main.ts does it (openWorker), its monitoring endpoints on a port of the OS's choosing.
+  worker = await startInProcessWorkers(env, { monitoringPort: 0 });
+  workerBase = `http://127.0.0.1:${(worker.monitoring!.address() as AddressInfo).port}`;
   anon = new Api(gateway.baseUrl);
 });
 
 afterAll(async () => {
-  await new Promise((resolve) => opsServer?.close(resolve));
-  await workers?.close();
+  await worker?.close();
   await gateway?.close();
   await env?.dropAll();
 });

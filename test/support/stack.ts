@@ -1,13 +1,12 @@
-import type { SyncWorkers } from '../../services/worker/sync.workers';
 import { Api } from './client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from './harness';
-import { startInProcessWorkers } from './workers';
+import { startInProcessWorkers, type OpenWorker } from './workers';
 
 /** The whole service in this process: an isolated environment, the gateway, sync workers and a signed-in administrator. */
 export interface TestStack {
   env: TestEnv;
   gateway: RunningGateway;
-  workers: SyncWorkers;
+  workers: OpenWorker;
   admin: Api;
   /** Stops the workers, then the gateway, and drops the environment. */
   close(): Promise<void>;

@@ -1,12 +1,18 @@
 import { createLogger } from '../../shared/logger';
-import type { BatchObserver } from '../../services/worker/inbox.applier';
-import { startSyncWorkers, type SyncWorkers } from '../../services/worker/sync.workers';
+import { openWorker, type OpenWorker, type WorkerOptions } from '../../services/worker/open.worker';
 import type { TestEnv } from './harness';
 import { spawnService, stopProcess, type ServiceProcess } from './processes';
 
-/** Sync workers inside the test process, on the test's own queues and database. */
-export function startInProcessWorkers(env: TestEnv, observe?: BatchObserver): Promise<SyncWorkers> {
-  return startSyncWorkers(env.config, env.db, createLogger('worker', 'silent'), observe);
+export type { OpenWorker };
+
+/**
+ * A worker inside the test process, opened by the function main.ts opens it with, on the test's own
+ * queues and database: its own pool under the session limits, the store claimed, the metrics. The
+ * scheduled maintenance and the monitoring endpoints stay off unless asked for (tests that need them
+ * start them with the timing they check).
+ */
+export function startInProcessWorkers(env: TestEnv, options: Omit<WorkerOptions, 'config' | 'logger'> = {}): Promise<OpenWorker> {
+  return openWorker({ config: env.config, logger: createLogger('worker', 'silent'), maintenance: false, monitoringPort: null, ...options });
 }
 
 export type WorkerProcess = ServiceProcess;

@@ -7,10 +7,10 @@ import type { Logger } from '../../shared/logger';
 import { renderMetrics } from '../../shared/metrics';
 
 /**
- * The worker's own operations endpoints: /healthz, /readyz and /metrics. Several workers may share
+ * The worker's own monitoring endpoints: /healthz, /readyz and /metrics. Several workers may share
  * a host: when the port is taken the worker runs on without them and says so.
  */
-export async function startOpsServer(
+export async function startMonitoringServer(
   port: number,
   db: Db,
   workers: Worker[],
