@@ -4,6 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { FilesyncClient } from '../../clients/src/sdk';
+import { DRIVERS, onDriver } from '../support/drivers';
 import { startStack, type TestStack } from '../support/stack';
 import { runCli, serverTree, sha256, tempDir } from './cli.support';
 
@@ -55,69 +56,108 @@ async function countingProxy(target: URL): Promise<CountingProxy> {
   };
 }
 
-let stack: TestStack;
-let laptop: CountingProxy;
-let desktop: CountingProxy;
+describe.each(DRIVERS)('on the %s driver', (driver) => {
+  let stack: TestStack;
+  let laptop: CountingProxy;
+  let desktop: CountingProxy;
 
-beforeAll(async () => {
-  stack = await startStack();
-  const target = new URL(stack.gateway.baseUrl);
-  laptop = await countingProxy(target);
-  desktop = await countingProxy(target);
-});
+  beforeAll(async () => {
+    stack = await startStack(onDriver(driver));
+    const target = new URL(stack.gateway.baseUrl);
+    laptop = await countingProxy(target);
+    desktop = await countingProxy(target);
+  });
 
-afterAll(async () => {
-  await laptop?.close();
-  await desktop?.close();
-  await stack?.close();
-});
+  afterAll(async () => {
+    await laptop?.close();
+    await desktop?.close();
+    await stack?.close();
+  });
 
-test('overwriting 1 MiB in the middle, inserting 100 bytes at the start and appending 1 MiB each move at most 8 MiB per device, and every device ends with the exact bytes', async () => {
-  const username = `delta${randomBytes(4).toString('hex')}`;
-  const password = 'delta-password-1';
-  await stack.admin.post('/v1/users', { username, password });
-  const envOf = (proxy: CountingProxy, device: string) => ({ FILESYNC_SERVER: proxy.url, FILESYNC_USERNAME: username, FILESYNC_PASSWORD: password, FILESYNC_DEVICE_NAME: device });
-  const a = await tempDir('cli-delta-a');
-  const b = await tempDir('cli-delta-b');
-  const fileA = path.join(a, 'disk.img');
-  const fileB = path.join(b, 'disk.img');
-  let content: Buffer = randomBytes(SIZE);
-  await fs.writeFile(fileA, content);
-  const once = async (dir: string, proxy: CountingProxy, device: string) => {
-    const run = await runCli(['sync', dir, '--once'], envOf(proxy, device), { timeoutMs: 180_000 });
-    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
-    return run.stdout;
-  };
-  await once(a, laptop, 'laptop');
-  await once(b, desktop, 'desktop');
-  expect(sha256(await fs.readFile(fileB))).toBe(sha256(content));
-
-  const edits: [string, (c: Buffer) => Buffer][] = [
-    ['1 MiB over the middle', (c) => Buffer.concat([c.subarray(0, 20_000_001), randomBytes(1024 * 1024), c.subarray(20_000_001 + 1024 * 1024)])],
-    ['100 bytes at the start', (c) => Buffer.concat([randomBytes(100), c])],
-    ['1 MiB appended', (c) => Buffer.concat([c, randomBytes(1024 * 1024)])],
-  ];
-  const measured: Record<string, number[]> = {};
-  for (const [name, edit] of edits) {
-    content = edit(content);
+  test('overwriting 1 MiB in the middle, inserting 100 bytes at the start and appending 1 MiB each move at most 8 MiB per device, and every device ends with the exact bytes', async () => {
+    const username = `delta${randomBytes(4).toString('hex')}`;
+    const password = 'delta-password-1';
+    await stack.admin.post('/v1/users', { username, password });
+    const envOf = (proxy: CountingProxy, device: string) => ({ FILESYNC_SERVER: proxy.url, FILESYNC_USERNAME: username, FILESYNC_PASSWORD: password, FILESYNC_DEVICE_NAME: device });
+    const a = await tempDir('cli-delta-a');
+    const b = await tempDir('cli-delta-b');
+    const fileA = path.join(a, 'disk.img');
+    const fileB = path.join(b, 'disk.img');
+    let content: Buffer = randomBytes(SIZE);
     await fs.writeFile(fileA, content);
-    laptop.reset();
-    desktop.reset();
-    const up = await once(a, laptop, 'laptop');
-    const down = await once(b, desktop, 'desktop');
-
-    measured[name] = [laptop.sent, laptop.received, desktop.sent, desktop.received];
-    expect(up).toMatch(/uploaded disk\.img \(delta: \d+ of \d+ bytes moved/);
-    expect(down).toMatch(/downloaded disk\.img \(delta: \d+ of \d+ bytes moved/);
-    expect(sha256(await fs.readFile(fileA))).toBe(sha256(content));
+    const once = async (dir: string, proxy: CountingProxy, device: string) => {
+      const run = await runCli(['sync', dir, '--once'], envOf(proxy, device), { timeoutMs: 180_000 });
+      expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+      return run.stdout;
+    };
+    await once(a, laptop, 'laptop');
+    await once(b, desktop, 'desktop');
     expect(sha256(await fs.readFile(fileB))).toBe(sha256(content));
-    for (const n of measured[name]!) expect(n).toBeLessThanOrEqual(LIMIT);
-  }
-  const api = new FilesyncClient({ server: stack.gateway.baseUrl });
-  await api.login({ username, password, deviceId: (await api.registerDevice({ name: 'check' })).id });
-  expect([...(await serverTree(api)).entries()]).toEqual([['disk.img', sha256(content)]]);
-  // The figures for the report: [laptop sent, laptop received, desktop sent, desktop received].
-  process.stdout.write(`delta bytes per device: ${JSON.stringify(measured)}\n`);
-  const status = await runCli(['status', b], envOf(desktop, 'desktop'));
-  expect(status.stdout).toMatch(/delta transfers: .* saved \(\d+ bytes\)/);
-}, 600_000);
+
+    const edits: [string, (c: Buffer) => Buffer][] = [
+      ['1 MiB over the middle', (c) => Buffer.concat([c.subarray(0, 20_000_001), randomBytes(1024 * 1024), c.subarray(20_000_001 + 1024 * 1024)])],
+      ['100 bytes at the start', (c) => Buffer.concat([randomBytes(100), c])],
+      ['1 MiB appended', (c) => Buffer.concat([c, randomBytes(1024 * 1024)])],
+    ];
+    const measured: Record<string, number[]> = {};
+    for (const [name, edit] of edits) {
+      content = edit(content);
+      await fs.writeFile(fileA, content);
+      laptop.reset();
+      desktop.reset();
+      const up = await once(a, laptop, 'laptop');
+      const down = await once(b, desktop, 'desktop');
+
+      measured[name] = [laptop.sent, laptop.received, desktop.sent, desktop.received];
+      expect(up).toMatch(/uploaded disk\.img \(delta: \d+ of \d+ bytes moved/);
+      expect(down).toMatch(/downloaded disk\.img \(delta: \d+ of \d+ bytes moved/);
+      expect(sha256(await fs.readFile(fileA))).toBe(sha256(content));
+      expect(sha256(await fs.readFile(fileB))).toBe(sha256(content));
+      for (const n of measured[name]!) expect(n).toBeLessThanOrEqual(LIMIT);
+    }
+    const api = new FilesyncClient({ server: stack.gateway.baseUrl });
+    await api.login({ username, password, deviceId: (await api.registerDevice({ name: 'check' })).id });
+    expect([...(await serverTree(api)).entries()]).toEqual([['disk.img', sha256(content)]]);
+    // The figures for the report: [laptop sent, laptop received, desktop sent, desktop received].
+    process.stdout.write(`delta bytes per device: ${JSON.stringify(measured)}\n`);
+    const status = await runCli(['status', b], envOf(desktop, 'desktop'));
+    expect(status.stdout).toMatch(/delta transfers: .* saved \(\d+ bytes\)/);
+  }, 600_000);
+
+  test('an edit whose base was replaced on the server meanwhile is kept as a conflicted copy, never merged', async () => {
+    const username = `deltaconf${randomBytes(4).toString('hex')}`;
+    const password = 'delta-password-1';
+    await stack.admin.post('/v1/users', { username, password });
+    const envOf = (proxy: CountingProxy, device: string) => ({ FILESYNC_SERVER: proxy.url, FILESYNC_USERNAME: username, FILESYNC_PASSWORD: password, FILESYNC_DEVICE_NAME: device });
+    const a = await tempDir('cli-deltaconf-a');
+    const b = await tempDir('cli-deltaconf-b');
+    const once = async (dir: string, proxy: CountingProxy, device: string) => {
+      const run = await runCli(['sync', dir, '--once'], envOf(proxy, device), { timeoutMs: 180_000 });
+      expect(run.code).toBe(0);
+      return run.stdout;
+    };
+    const original = randomBytes(8 * 1024 * 1024);
+    await fs.writeFile(path.join(a, 'vm.img'), original);
+    await once(a, laptop, 'laptop');
+    await once(b, desktop, 'desktop');
+    const fromB = Buffer.from(original);
+    randomBytes(4096).copy(fromB, 100_000);
+    const fromA = Buffer.from(original);
+    randomBytes(4096).copy(fromA, 5_000_000);
+    await fs.writeFile(path.join(b, 'vm.img'), fromB);
+    await fs.writeFile(path.join(a, 'vm.img'), fromA);
+
+    expect(await once(b, desktop, 'desktop')).toMatch(/uploaded vm\.img \(delta:/);
+    await once(a, laptop, 'laptop');
+    await once(a, laptop, 'laptop');
+    await once(b, desktop, 'desktop');
+
+    for (const dir of [a, b]) {
+      const names = (await fs.readdir(dir)).filter((n) => n !== '.filesync').sort();
+      expect(names).toHaveLength(2);
+      const contents = await Promise.all(names.map(async (n) => sha256(await fs.readFile(path.join(dir, n)))));
+      expect(new Set(contents)).toEqual(new Set([sha256(fromA), sha256(fromB)]));
+      expect(sha256(await fs.readFile(path.join(dir, 'vm.img')))).toBe(sha256(fromB));
+    }
+  }, 600_000);
+});
