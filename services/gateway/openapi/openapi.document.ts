@@ -15,6 +15,7 @@ import { quotaPaths, quotaSchemas, quotaTags, setQuotaOperation } from './quota.
 import { syncPaths } from './sync.paths';
 import { trashParameters, trashPaths, trashSchemas, trashTag } from './trash.paths';
 import { uploadPaths } from './uploads.paths';
+import { webAppPaths, webAppSchemas, webAppSecuritySchemes, webAppTags } from './webapp.paths';
 
 export const openapiDocument = {
   openapi: '3.1.0',
@@ -45,6 +46,7 @@ export const openapiDocument = {
     appPasswordsTag,
     linksTag,
     { name: 'uploads', description: 'resumable uploads over tus 1.0.0' },
+    ...webAppTags,
     ...quotaTags,
     { name: 'operations', description: 'health, readiness, metrics and this description' },
   ],
@@ -60,11 +62,12 @@ export const openapiDocument = {
     ...linkPaths,
     ...uploadPaths,
     ...monitoringPaths,
+    ...webAppPaths,
   },
   components: {
     ...components,
-    securitySchemes: { ...components.securitySchemes, ...linkSecuritySchemes },
+    securitySchemes: { ...components.securitySchemes, ...linkSecuritySchemes, ...webAppSecuritySchemes },
     parameters: trashParameters,
-    schemas: { ...components.schemas, ...trashSchemas, ...quotaSchemas, ...appPasswordSchemas, ...linkSchemas, ...deltaSchemas },
+    schemas: { ...components.schemas, ...trashSchemas, ...quotaSchemas, ...appPasswordSchemas, ...linkSchemas, ...webAppSchemas, ...deltaSchemas },
   },
 } as const;
