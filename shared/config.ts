@@ -44,6 +44,8 @@ export interface Config {
   readonly queuePrefix: string;
   readonly logLevel: string;
   readonly shutdownTimeoutMs: number;
+  /** A response whose reader takes no byte for this long is closed. */
+  readonly responseStallMs: number;
   readonly feedMaxHeld: number;
   readonly feedMaxHeldPerUser: number;
   /** How long a gateway reuses the check that a token's user and device exist; 0 checks every request. */
@@ -116,6 +118,7 @@ const schema = Joi.object({
   QUEUE_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).default('filesync'),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).default(30000),
+  RESPONSE_STALL_MS: Joi.number().integer().min(1000).max(3600000).default(60000),
   FEED_MAX_HELD: Joi.number().integer().min(1).default(10000),
   FEED_MAX_HELD_PER_USER: Joi.number().integer().min(1).default(50),
   AUTH_CACHE_MS: Joi.number().integer().min(0).max(60000).default(5000),
@@ -259,6 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, reader: ConfigR
     queuePrefix: value.QUEUE_PREFIX,
     logLevel: value.LOG_LEVEL,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
+    responseStallMs: value.RESPONSE_STALL_MS,
     feedMaxHeld: value.FEED_MAX_HELD,
     feedMaxHeldPerUser: value.FEED_MAX_HELD_PER_USER,
     authCacheMs: value.AUTH_CACHE_MS,

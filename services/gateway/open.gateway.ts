@@ -69,7 +69,7 @@ export async function openGateway(options: GatewayOptions): Promise<OpenGateway>
   if ((await ensureInitialAdmin(config, db, hasher)) === 'created') logger.info('initial administrator created');
   await Promise.all([hasher.warmUp(), sync.ready(), changes.ready(), gateway.uploads.ready(), gateway.principals.ready(), storage.sweep(STALE_STAGING_MS)]);
 
-  const server = createHttpServer(gateway.app, options.server);
+  const server = createHttpServer(gateway.app, { stallTimeoutMs: config.responseStallMs, ...options.server });
   const graceful = new GracefulServer(server);
   await listen(server, options.port ?? config.port, options.host ?? config.host);
   const { port } = server.address() as AddressInfo;

@@ -1,6 +1,7 @@
 import http, { type RequestListener, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { AppError } from '../../../shared/errors';
+import { StallGuard } from './stall.guard';
 
 export interface HttpServerOptions {
   /** Time allowed to receive a request's headers (Node's default: 60 s). */
@@ -9,6 +10,8 @@ export interface HttpServerOptions {
   requestTimeoutMs?: number;
   /** How often Node looks for requests over those times (Node's default: 30 s). */
   timeoutCheckMs?: number;
+  /** A response whose reader takes no byte for this long is closed (stall.guard.ts); 0 turns it off. */
+  stallTimeoutMs?: number;
 }
 
 /** What Node's parser reports, in the contract's terms. Anything unlisted is a malformed request. */
@@ -72,6 +75,7 @@ export function createHttpServer(app: RequestListener, options: HttpServerOption
   // Longer than the idle timeout of common load balancers (60 s), so they close first.
   server.keepAliveTimeout = 65_000;
   server.on('clientError', answerClientError);
+  if (options.stallTimeoutMs) new StallGuard(server, options.stallTimeoutMs);
   return server;
 }
 

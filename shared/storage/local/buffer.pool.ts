@@ -27,9 +27,21 @@ function keep(buf: Buffer): void {
 const readAt = (fd: number, buf: Buffer, length: number, position: number) =>
   new Promise<number>((resolve, reject) => read(fd, buf, 0, length, position, (err, n) => (err ? reject(err) : resolve(n))));
 
-/** Settles once `dest` has handed `chunk` on (to the socket, for a response). */
+/**
+ * Settles once `dest` has handed `chunk` on (to the socket, for a response), or has closed: a
+ * response whose connection is destroyed does not always call back a write still waiting, and the
+ * descriptor must not wait for it.
+ */
 const writeTo = (dest: Writable, chunk: Buffer) =>
-  new Promise<void>((resolve, reject) => dest.write(chunk, (err) => (err ? reject(err) : resolve())));
+  new Promise<void>((resolve, reject) => {
+    const closed = () => reject(new Error('the destination closed before the write completed'));
+    dest.once('close', closed);
+    dest.write(chunk, (err) => {
+      dest.off('close', closed);
+      if (err) reject(err);
+      else resolve();
+    });
+  });
 
 /**
  * Writes bytes [start, end) of the open descriptor `fd` into `dest`, reading the next chunk while
