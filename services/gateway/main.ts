@@ -10,7 +10,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env, 'gateway');
   const logger = createLogger('gateway', config.logLevel);
   await migrateToLatest(config.databaseUrl);
-  const db = createDb(config.databaseUrl, { max: 20 });
+  const db = createDb(config.databaseUrl, { max: 20, multipleStatements: true });
   const gateway = await openGateway({ config, db, logger });
   // For the person at the terminal, beside the JSON logs: where to go and whom to sign in as (never the password).
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;

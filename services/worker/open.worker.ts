@@ -47,6 +47,7 @@ export interface OpenWorker {
 export function openWorkerDb(config: Config): Db {
   return createDb(config.databaseUrl, {
     max: config.syncConcurrency + 3,
+    multipleStatements: true,
     session: workerSession({ lockWaitS: config.syncLockWaitS, deadlineMs: config.syncBatchDeadlineMs }),
   });
 }

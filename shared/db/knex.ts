@@ -44,6 +44,12 @@ export interface PoolOptions {
   session?: (serverVersion: string) => string[];
   /** How long a query waits for a free connection before it fails (default 10 s). */
   acquireTimeoutMs?: number;
+  /**
+   * Lets one query carry several statements: for the pools owner transactions run on, which send
+   * their last writes in one round trip (statement.batch.ts). Every statement of the service takes
+   * its values as bindings, never as text, so no value can add one. Off by default.
+   */
+  multipleStatements?: boolean;
 }
 
 type RawConnection = { query: (sql: string, cb: (err: Error | null, rows?: unknown) => void) => void };
@@ -68,9 +74,7 @@ export function createDb(url: string, pool: PoolOptions = {}): Db {
       supportBigNumbers: true,
       bigNumberStrings: true,
       connectTimeout: 5000,
-      // The owner transaction sends its last writes together (statement.batch.ts). Every statement
-      // of the service takes its values as bindings, never as text, so no value can add one.
-      multipleStatements: true,
+      multipleStatements: pool.multipleStatements ?? false,
     },
     pool: {
       min: pool.min ?? 0,
@@ -95,6 +99,12 @@ export function createDb(url: string, pool: PoolOptions = {}): Db {
     },
     acquireConnectionTimeout: pool.acquireTimeoutMs ?? 10000,
   });
+}
+
+/** Whether the pool behind `db` (or a transaction's) lets one query carry several statements. */
+export function allowsMultipleStatements(db: Knex | Knex.Transaction): boolean {
+  const connection = (db.client as { config?: { connection?: { multipleStatements?: boolean } } }).config?.connection;
+  return connection?.multipleStatements === true;
 }
 
 /** Whether MySQL answers a trivial statement now (the readiness checks of the gateway and the worker). */

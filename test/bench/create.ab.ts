@@ -112,7 +112,7 @@ async function load(label: string, dist: string, server: string): Promise<Build>
   const url = `${server}/${databaseName}`;
   await knexMod.ensureDatabase(url);
   // One connection: the batches run one after the other, and its server thread's CPU time can be read.
-  const db: Knex = knexMod.createDb(url, { min: 1, max: 1 });
+  const db: Knex = knexMod.createDb(url, { min: 1, max: 1, multipleStatements: true });
   await db.migrate.latest({ migrationSource, tableName: 'knex_migrations' });
   return { label, dist, db, databaseName, applier: new BatchApplier(new OwnerTransactions(db)) };
 }

@@ -113,7 +113,7 @@ export class BenchStack {
     this.worker = await this.launch('worker', 'worker', {}, () => this.workersReady(1));
     // Direct-apply ceilings queue 64 devices' batches on a worker-sized pool: they wait as long as
     // the service's requests may (SYNC_TIMEOUT_MS), not the 10 s default.
-    this.db = createDb(this.databaseUrl, { max: SYNC_CONCURRENCY, acquireTimeoutMs: SYNC_TIMEOUT_MS });
+    this.db = createDb(this.databaseUrl, { max: SYNC_CONCURRENCY, acquireTimeoutMs: SYNC_TIMEOUT_MS, multipleStatements: true });
   }
 
   /**

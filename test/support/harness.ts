@@ -52,7 +52,8 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
   };
   const config = loadConfig(env);
   await migratedDatabase(config.databaseUrl);
-  const db = createDb(config.databaseUrl, { max: 10 });
+  // Opened like the gateway's pool: owner transactions run on it.
+  const db = createDb(config.databaseUrl, { max: 10, multipleStatements: true });
   return {
     name,
     env,
