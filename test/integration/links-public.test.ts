@@ -120,6 +120,22 @@ describe.each(DRIVERS)('share links, public side, on the %s driver', (driver) =>
     expect((await api.get(`/v1/links/${l.id}`)).body.downloads).toBe(2);
   });
 
+  test('archive of many small files and a large one: every entry whole and in name order', async () => {
+    const { 'mixed/': mixedId } = await makeFolders(api, ['mixed/'], 400);
+    const expected: Record<string, string> = {};
+    const large = Array.from({ length: 3 * 1024 }, (_, i) => `line ${String(i).padStart(5, '0')} `.padEnd(1024, '.')).join('');
+    for (const [name, content] of [['m-large.txt', large], ...Array.from({ length: 40 }, (_, i) => [`s-${String(i).padStart(2, '0')}.txt`, `small ${i} `.repeat(100 + i)])]) {
+      expect((await api.upload({ folderId: mixedId! }, { name: name!, content: content! })).status).toBe(201);
+      expected[name!] = content!;
+    }
+    const l = await link({ resourceId: mixedId! });
+    const res = await fetch(`${api.baseUrl}/v1/public/${l.token}/archive`);
+    expect(res.status).toBe(200);
+    const entries = await unzipEntries(Buffer.from(await res.arrayBuffer()));
+    expect(Object.keys(entries)).toEqual(Object.keys(expected).sort());
+    expect(entries).toEqual(expected);
+  });
+
   test('maxDownloads: two racing downloads of the last one, exactly one gets it; then every request is 404', async () => {
     const l = await link({ resourceId: files['shared/a.txt'], maxDownloads: 1 });
     const both = await Promise.all([anon.get(`/v1/public/${l.token}/content`), anon.get(`/v1/public/${l.token}/content`)]);

@@ -30,7 +30,7 @@ export async function unzipEntries(zip: Buffer): Promise<Record<string, string>>
     execFileSync('unzip', ['-tq', file]);
     const names = execFileSync('unzip', ['-Z1', file]).toString('utf8').split('\n').filter(Boolean);
     const out: Record<string, string> = {};
-    for (const name of names) out[name] = execFileSync('unzip', ['-p', file, name.replace(/([[\]*?])/g, '[$1]')]).toString('utf8');
+    for (const name of names) out[name] = execFileSync('unzip', ['-p', file, name.replace(/([[\]*?])/g, '[$1]')], { maxBuffer: 64 * 1024 * 1024 }).toString('utf8');
     return out;
   } finally {
     await fs.rm(dir, { recursive: true, force: true });

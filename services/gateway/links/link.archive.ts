@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { PassThrough } from 'node:stream';
 import yazl from 'yazl';
 import type { ArchiveFile, LinkRepository } from '../../../shared/db/repositories/link.repository';
 import type { ContentStore } from '../../../shared/storage/content.store';
@@ -7,6 +8,10 @@ import type { ContentStore } from '../../../shared/storage/content.store';
 const PAGE = 200;
 /** Entries handed to the ZIP writer ahead of the one it is reading: the listing stays this far ahead, no further. */
 const AHEAD = 16;
+/** A file up to this size is read whole ahead of its turn; a larger one streams when its turn comes. */
+const SMALL_FILE = 1024 * 1024;
+/** Bytes of small files read ahead of the writer at most: the archive's memory, whatever the folder's size. */
+const AHEAD_BYTES = 8 * 1024 * 1024;
 
 interface ArchiveEntry extends ArchiveFile {
   path: string;
@@ -42,22 +47,35 @@ async function* walk(links: LinkRepository, userId: string, rootId: string): Asy
   }
 }
 
+type Content = NodeJS.ReadableStream & { destroy?: () => void };
+
+/** The whole content of a stored object of `size` bytes, asked for as one range (no read past its end). */
+async function readWhole(store: ContentStore, key: string, size: number): Promise<Buffer> {
+  const handle = await store.open(key);
+  const chunks: Buffer[] = [];
+  for await (const chunk of await handle.read(size > 0 ? { start: 0, end: size - 1 } : undefined)) chunks.push(chunk as Buffer);
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}
+
 /**
  * Streams a folder as one ZIP (yazl, entries stored as they are: content is mostly compressed already,
  * and deflating would cost the gateway's CPU, not the network). Nothing is held but the entries'
- * names for the central directory: each file's bytes flow from the store to the client as the client
- * reads, the listing runs at most AHEAD entries in front of the writer, and the response's
- * backpressure holds them all. A failure after the headers left cuts the response, so the client
+ * names for the central directory and the small files read ahead: a folder of many small files is
+ * bound by the store's round trips (open, read) rather than by bytes, so files up to SMALL_FILE are
+ * read whole up to AHEAD entries and AHEAD_BYTES in front of the writer, overlapping those trips with
+ * the writing; a larger file flows from the store to the client when its turn comes. The response's
+ * backpressure holds it all. A failure after the headers left cuts the response, so the client
  * sees a truncated archive, never a complete-looking wrong one.
  */
 export async function sendArchive(res: Response, store: ContentStore, links: LinkRepository, userId: string, rootId: string): Promise<void> {
   const zip = new yazl.ZipFile();
   let started = 0;
   let added = 0;
+  let aheadBytes = 0;
   let failed = false;
   let wake: (() => void) | undefined;
   // The content being read: a cut response must release it (an object store's socket), not leave it paused.
-  let reading: NodeJS.ReadableStream & { destroy?: () => void } | undefined;
+  let reading: Content | undefined;
   const nudge = () => {
     const w = wake;
     wake = undefined;
@@ -78,23 +96,32 @@ export async function sendArchive(res: Response, store: ContentStore, links: Lin
   zip.outputStream.pipe(res);
   try {
     for await (const file of walk(links, userId, rootId)) {
-      while (!failed && added - started >= AHEAD) await new Promise<void>((resolve) => (wake = resolve));
+      const small = file.sizeBytes <= SMALL_FILE;
+      while (!failed && (added - started >= AHEAD || (small && aheadBytes + file.sizeBytes > AHEAD_BYTES && added > started))) {
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
       if (failed) return;
       added++;
+      let content: Promise<Content> | undefined;
+      if (small) {
+        aheadBytes += file.sizeBytes;
+        const bytes = readWhole(store, file.storageKey, file.sizeBytes);
+        // A failure is the writer's to report when it reaches this entry (or nobody's, if it never does).
+        bytes.catch(() => undefined);
+        content = bytes.then((b) => new PassThrough().end(b) as PassThrough);
+      }
       zip.addReadStreamLazy(file.path, { mtime: file.updatedAt, compress: false, size: file.sizeBytes }, (cb) => {
         started++;
+        if (small) aheadBytes -= file.sizeBytes;
         nudge();
-        store
-          .open(file.storageKey)
-          .then((handle) => handle.read())
-          .then(
-            (stream) => {
-              reading = stream;
-              if (failed) stream.destroy();
-              else cb(null, stream);
-            },
-            (err: Error) => cb(err, undefined as never),
-          );
+        (content ??= store.open(file.storageKey).then((handle) => handle.read(file.sizeBytes > 0 ? { start: 0, end: file.sizeBytes - 1 } : undefined))).then(
+          (stream) => {
+            reading = stream;
+            if (failed) stream.destroy?.();
+            else cb(null, stream as NodeJS.ReadableStream as never);
+          },
+          (err: Error) => cb(err, undefined as never),
+        );
       });
     }
     if (!failed) zip.end();
