@@ -41,6 +41,8 @@ import { ChangesService } from './changes/changes.service';
 import { CursorCodec } from './changes/feed.cursor';
 import { contentRoutes } from './content/content.routes';
 import { deltaModule } from './delta/delta.module';
+import { bulkRoutes } from './bulk/bulk.routes';
+import { BulkService } from './bulk/bulk.service';
 import { ContentService } from './content/content.service';
 import { deviceRoutes } from './devices/devices.routes';
 import { DevicesService } from './devices/devices.service';
@@ -261,6 +263,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // Raw content bodies of any type, so also ahead of the JSON parser.
   v1.use(contentRoutes(content, storage, config.maxUploadBytes, authenticated));
   v1.use(deltaModule({ db, store, content, maxUploadBytes: config.maxUploadBytes, authenticated, logger }));
+  v1.use(bulkRoutes(new BulkService(store, files, content, config.maxUploadBytes), authenticated));
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
   v1.use(deviceRoutes(new DevicesService(devices), registerLimit, new UserDevicesService(devices, principals), authenticated));
   v1.use(authRoutes(auth, loginLimits, authenticated));

@@ -9,6 +9,7 @@ import { appPasswordPaths, appPasswordSchemas, appPasswordsTag } from './app-pas
 import { linkPaths, linkSchemas, linkSecuritySchemes, linksTag } from './links.paths';
 import { components } from './components';
 import { deltaPaths, deltaSchemas } from './delta.paths';
+import { bulkPaths } from './bulk.paths';
 import { filePaths } from './files.paths';
 import { monitoringPaths } from './monitoring.paths';
 import { quotaPaths, quotaSchemas, quotaTags, setQuotaOperation } from './quota.paths';
@@ -55,6 +56,7 @@ export const openapiDocument = {
     '/v1/users/{id}': { ...accountPaths['/v1/users/{id}'], patch: setQuotaOperation },
     ...filePaths,
     ...deltaPaths,
+    ...bulkPaths,
     ...quotaPaths,
     ...syncPaths,
     ...trashPaths,
