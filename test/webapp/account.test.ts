@@ -92,6 +92,37 @@ test('a share link with a password: created in the dialog, opened on its public 
   await page.keyboard.press('Escape');
 });
 
+test("a folder link's public page lists the folder, opens a subfolder and offers its ZIP; an upload link takes files", async () => {
+  const share = 'd'.repeat(32);
+  const inner = 'e'.repeat(32);
+  await api.post('/v1/sync/ops', opsOf([
+    { opId: 10, type: 'create', resourceId: share, payload: { resourceType: 'folder', name: 'Shared' } },
+    { opId: 11, type: 'create', resourceId: inner, payload: { resourceType: 'folder', name: 'Inner', parentId: share } },
+  ]));
+  await api.upload({ folderId: inner }, { name: 'deep.txt', content: 'deep' });
+  const read = await api.post('/v1/links', { resourceId: share });
+  const upload = await api.post('/v1/links', { resourceId: share, access: 'upload' });
+  const visitor = await context.browser()!.newContext({ baseURL: stack.gateway.baseUrl });
+  const publicPage = await visitor.newPage();
+  publicPage.setDefaultTimeout(10_000);
+  await publicPage.goto(`/s/${read.body.token}`);
+  await publicPage.getByRole('heading', { level: 1, name: 'Shared' }).waitFor();
+  await publicPage.getByRole('link', { name: 'Inner', exact: true }).click();
+  await publicPage.getByRole('link', { name: 'deep.txt', exact: true }).waitFor();
+  expect(await publicPage.getByRole('navigation', { name: 'Breadcrumb' }).getByRole('link').allTextContents()).toEqual(['Shared', 'Inner']);
+  const [zip] = await Promise.all([publicPage.waitForEvent('download'), publicPage.getByRole('link', { name: 'Download as ZIP' }).click()]);
+  expect(zip.suggestedFilename()).toMatch(/\.zip$/);
+  expect(await seriousViolations(publicPage)).toEqual([]);
+
+  await publicPage.goto(`/s/${upload.body.token}`);
+  await publicPage.getByLabel('Upload files').setInputFiles([{ name: 'gift.txt', mimeType: 'text/plain', buffer: Buffer.from('for you') }]);
+  await publicPage.getByText('gift.txt (7 B)').waitFor();
+  expect(await seriousViolations(publicPage)).toEqual([]);
+  await visitor.close();
+  const listed = await api.get(`/v1/items?folderId=${share}`);
+  expect(listed.body.items.map((i: { name: string }) => i.name)).toEqual(['Inner', 'gift.txt']);
+});
+
 test('a file over 8 MiB goes through the resumable endpoint and resumes after its first transfer is cut', async () => {
   const bytes = Buffer.alloc(9 * 1024 * 1024, 7);
   let patches = 0;

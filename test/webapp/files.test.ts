@@ -104,6 +104,26 @@ test('rename through the actions menu; a taken name is an alert in words; delete
   await page.getByRole('link', { name: 'minutes.txt', exact: true }).waitFor();
 });
 
+test('the actions menu works from the keyboard: Enter opens it on its first item, arrows move, Escape returns', async () => {
+  await page.getByRole('button', { name: 'Actions for minutes.txt' }).focus();
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.activeElement?.textContent === 'Download');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  await page.waitForFunction(() => document.activeElement?.textContent === 'Move');
+  await page.keyboard.press('Escape');
+  await page.getByRole('menu').waitFor({ state: 'detached' });
+  await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Actions for minutes.txt');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.activeElement?.textContent === 'Download');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  await page.getByRole('dialog').getByRole('textbox', { name: 'Name' }).waitFor();
+  await page.waitForFunction(() => (document.activeElement as HTMLInputElement | null)?.value === 'minutes.txt');
+  await page.keyboard.press('Escape');
+  await page.getByRole('dialog').waitFor({ state: 'detached' });
+});
+
 test('move and delete several selected rows at once; the trash restores and deletes forever', async () => {
   await page.getByRole('checkbox', { name: 'Select minutes.txt' }).check();
   await page.getByRole('checkbox', { name: 'Select <img src=x onerror=alert(1)>' }).check();

@@ -36,8 +36,7 @@ export function NameDialog({ title, button, initial = '', onSubmit, onClose }) {
   return html`<${Dialog} title=${title} onClose=${onClose}>
     <form onSubmit=${submit}>
       <label for="name-field">Name</label>
-      <input id="name-field" name="name" value=${initial} required maxlength="255" autocomplete="off"
-        ref=${(/** @type {HTMLInputElement | null} */ el) => el && !el.dataset.focused && ((el.dataset.focused = '1'), el.focus(), el.select())} />
+      <input id="name-field" name="name" value=${initial} required maxlength="255" autocomplete="off" />
       <${Alert} message=${error} />
       <div class="buttons"><button type="submit" class="primary" disabled=${busy}>${button}</button></div>
     </form>

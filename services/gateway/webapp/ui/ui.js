@@ -17,6 +17,12 @@ export function Dialog({ title, onClose, children, wide }) {
     if (!dialog) return undefined;
     const before = document.activeElement;
     dialog.showModal();
+    // The first field gets the focus (its text selected, to retype a name); otherwise the browser's choice.
+    const field = /** @type {HTMLInputElement | null} */ (dialog.querySelector('input:not([type=hidden]):not([type=radio]), textarea'));
+    if (field) {
+      field.focus();
+      if (field.value) field.select();
+    }
     const closed = () => onClose();
     dialog.addEventListener('close', closed);
     return () => {

@@ -218,12 +218,15 @@ export function UploadPanel() {
   const all = uploads.value;
   if (all.length === 0) return null;
   const done = all.filter((u) => u.state.value === 'done').length;
-  const shown = all.filter((u) => u.state.value !== 'done' && u.state.value !== 'cancelled').slice(0, SHOWN);
+  // Unfinished and failed ones first, then the latest finished: what is going on, then what was sent.
+  const open = all.filter((u) => u.state.value !== 'done' && u.state.value !== 'cancelled');
+  const shown = [...open.slice(0, SHOWN), ...all.filter((u) => u.state.value === 'done').slice(-Math.max(0, SHOWN - open.length))];
   return html`<section class="uploads" aria-label="Uploads">
     <div class="uploads-head">
       <h2>Uploads</h2>
       <span>${done} of ${all.length} done</span>
       <button type="button" onClick=${() => (uploads.value = all.filter((u) => u.state.value === 'sending' || u.state.value === 'queued'))}>Clear finished</button>
+      ${open.length === 0 && html`<button type="button" onClick=${() => (uploads.value = [])}>Close uploads</button>`}
     </div>
     <ul>
       ${shown.map(
@@ -232,7 +235,9 @@ export function UploadPanel() {
           <progress max="1" value=${u.progress.value} aria-label=${`${u.name} upload progress`}></progress>
           ${u.state.value === 'failed'
             ? html`<span role="alert" class="alert inline">${u.name}: ${u.error.value}</span>`
-            : html`<button type="button" aria-label=${`Cancel upload of ${u.name}`} onClick=${() => u.cancel()}>Cancel</button>`}
+            : u.state.value === 'done'
+              ? html`<span class="done">Done</span>`
+              : html`<button type="button" aria-label=${`Cancel upload of ${u.name}`} onClick=${() => u.cancel()}>Cancel</button>`}
         </li>`,
       )}
     </ul>
