@@ -147,7 +147,9 @@ export async function runTransfer(ctx: BenchContext): Promise<ScenarioReport> {
 
       const [up, put, down, w, r] = [rate(upload), canPut ? rate(replace) : 0, rate(download), rate(diskWrite), rate(diskRead)];
       const [pu, pd] = [best(plainUp), best(plainDown)];
-      log(`transfer: ${size.label}: upload ${fmt(up)} MB/s, PUT ${fmt(put)} (plain HTTP ${fmt(pu)}, disk copy ${fmt(w)}), download ${fmt(down)} MB/s (plain HTTP ${fmt(pd)}, disk read ${fmt(r)})`);
+      // The multipart upload beside the raw PUT of the same bytes: what multipart parsing costs.
+      const multipartOfPut = canPut && put > 0 ? ` (${fmtRatio(up, put, 'rate')} of PUT)` : '';
+      log(`transfer: ${size.label}: upload ${fmt(up)} MB/s${multipartOfPut}, PUT ${fmt(put)} (plain HTTP ${fmt(pu)}, disk copy ${fmt(w)}), download ${fmt(down)} MB/s (plain HTTP ${fmt(pd)}, disk read ${fmt(r)})`);
       const inCeilings = [
         { name: 'plain stream copy to the same disk', value: w },
         { name: 'plain node:http server hashing (SHA-256) and writing to disk (fastest chunk size)', value: pu },
@@ -180,6 +182,7 @@ export async function runTransfer(ctx: BenchContext): Promise<ScenarioReport> {
         upload: summarize(upload.ms),
         put: summarize(replace.ms),
         download: summarize(download.ms),
+        multipartOfPut: canPut && put > 0 ? up / put : null,
         diskCopy: summarize(diskWrite.ms),
         diskRead: summarize(diskRead.ms),
         sha256MBps: rate(hashing),

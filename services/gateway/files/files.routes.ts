@@ -33,6 +33,14 @@ export function uploadError(err: unknown, maxUploadBytes: number): AppError {
   return invalid('malformed multipart body');
 }
 
+/**
+ * Buffers of busboy's parser and of the file stream it feeds. The stock 16 KiB is less than one socket
+ * read (64 KiB), so every read paused the request until the staging writer caught up; with 1 MiB the
+ * socket keeps flowing while the hash and the disk write run, as on the PUT path (a few percent less
+ * CPU per upload: docs/BENCHMARKS.md, "Multipart beside PUT").
+ */
+const PARSER_BUFFER = 1024 * 1024;
+
 export function fileRoutes(
   files: FilesService,
   storage: UploadStaging,
@@ -40,8 +48,11 @@ export function fileRoutes(
   authenticated: ReturnType<typeof requireUser>,
 ): Router {
   const router = Router();
-  const options: multer.Options & { streamHandler: typeof feedNotingFileType; defCharset: string } = {
+  const options: multer.Options & { streamHandler: typeof feedNotingFileType; defCharset: string; highWaterMark: number; fileHwm: number } = {
     storage,
+    // multer 2 passes these to busboy; @types/multer lacks them.
+    highWaterMark: PARSER_BUFFER,
+    fileHwm: PARSER_BUFFER,
     // File names in Content-Disposition are UTF-8 in every current client (checked in part.headers.ts).
     defParamCharset: 'utf8',
     // Text fields arrive as raw bytes (one char per byte) and are decoded strictly below, so that
