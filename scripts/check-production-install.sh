@@ -13,7 +13,7 @@ trap 'rm -rf "$work"' EXIT
 install=$(awk '/^## Run it/{f=1} f && /^npm ci/{print; exit}' "$root/README.md" | sed 's/ *&&.*//')
 [ -n "$install" ] || { echo "check-production-install: no 'npm ci' run line under '## Run it' in README.md"; exit 1; }
 
-cp -r "$root/package.json" "$root/package-lock.json" "$root/tsconfig.json" "$root/tsconfig.build.json" "$root/shared" "$root/services" "$work/"
+cp -r "$root/package.json" "$root/package-lock.json" "$root"/tsconfig*.json "$root/shared" "$root/services" "$work/"
 # The client workspace: npm ci links it and the build compiles it (its sources only, not its build output).
 mkdir "$work/clients"
 cp -r "$root/clients/package.json" "$root/clients/tsconfig.json" "$root/clients/bin" "$root/clients/src" "$work/clients/"
@@ -21,7 +21,7 @@ cd "$work"
 echo "check-production-install: NODE_ENV=production $install"
 NODE_ENV=production bash -c "$install --no-audit --no-fund" >/dev/null
 NODE_ENV=production npm run build >/dev/null
-for main in dist/services/gateway/main.js dist/services/worker/main.js dist/services/launcher/main.js; do
+for main in dist/services/gateway/main.js dist/services/worker/main.js dist/launcher/services/launcher/main.js; do
   [ -f "$main" ] || { echo "check-production-install: $main was not built"; exit 1; }
 done
 echo "check-production-install: ok (built with NODE_ENV=production)"
