@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,redis-cluster,s3,client,sync-scale,search-1m,peer] [-- --cpu-prof]`
+ * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,sync-scale,search-1m,peer] [-- --cpu-prof]`
  *
  * Starts the built gateway and worker as real processes on a database, upload directory and queue
  * prefix of their own, measures each scenario through the HTTP API next to its ceiling measured in
@@ -32,6 +32,7 @@ import { runTus } from './tus.bench';
 import { runDav } from './dav.bench';
 import { runQuota } from './quota.bench';
 import { runPeer } from './peer.bench';
+import { runLinks } from './links.bench';
 
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> = {
   sync: runSync,
@@ -44,6 +45,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> 
   'noisy-neighbour': runNoisy,
   dav: runDav,
   quota: runQuota,
+  links: runLinks,
   'search-1m': runSearchBig,
   // Only when named, with BENCH_PEER_URL and BENCH_PEER_TOKEN set: an external service beside ours.
   peer: runPeer,
@@ -72,7 +74,7 @@ function parseArgs(argv: string[]): Args {
     else if (arg.startsWith('--only=')) args.only = arg.slice('--only='.length).split(',').filter(Boolean);
     else if (arg.startsWith('--out=')) args.outDir = path.resolve(arg.slice('--out='.length));
     else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,redis-cluster,s3,client,sync-scale,search-1m,peer] [--cpu-prof] [--out=dir]');
+      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,sync-scale,search-1m,peer] [--cpu-prof] [--out=dir]');
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}`);
   }
