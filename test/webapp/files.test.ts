@@ -84,6 +84,19 @@ test('uploading through the file input shows the file; a name that is markup is 
   expect(await rows.nth(1).getByRole('link').textContent()).toBe('Reports');
 });
 
+test('files dropped onto the listing are uploaded, each with a progress bar named after it', async () => {
+  await page.locator('div.files').evaluate((el) => {
+    const data = new DataTransfer();
+    data.items.add(new File(['dropped one'], 'dropped-1.txt', { type: 'text/plain' }));
+    data.items.add(new File(['dropped two'], 'dropped-2.txt', { type: 'text/plain' }));
+    el.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+  });
+  await page.getByRole('link', { name: 'dropped-1.txt', exact: true }).waitFor();
+  await page.getByRole('link', { name: 'dropped-2.txt', exact: true }).waitFor();
+  await page.getByRole('progressbar', { name: /^dropped-2\.txt/ }).waitFor();
+  await page.getByRole('button', { name: 'Close uploads' }).click();
+});
+
 test('rename through the actions menu; a taken name is an alert in words; delete offers Undo', async () => {
   await page.getByRole('button', { name: 'Actions for notes.txt' }).click();
   const menu = page.getByRole('menu');

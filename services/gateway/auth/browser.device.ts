@@ -6,7 +6,8 @@ const BROWSERS: Array<[RegExp, string]> = [
   [/\bEdg\//, 'Edge'],
   [/\bOPR\//, 'Opera'],
   [/\bFirefox\//, 'Firefox'],
-  [/\bChrom(e|ium)\//, 'Chrome'],
+  // HeadlessChrome too.
+  [/Chrom(e|ium)\//, 'Chrome'],
   [/\bVersion\/[\d.]+ .*Safari\//, 'Safari'],
 ];
 

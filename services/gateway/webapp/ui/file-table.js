@@ -54,7 +54,7 @@ export function FileTable(props) {
     const ariaSort = active ? (order === 'desc' ? 'descending' : 'ascending') : undefined;
     if (!onSort) return html`<th scope="col">${label}</th>`;
     return html`<th scope="col" aria-sort=${ariaSort}>
-      <button type="button" class="sort" onClick=${() => onSort(key)}>${label}${active ? (order === 'desc' ? ' ▼' : ' ▲') : ''}</button>
+      <button type="button" class="sort" onClick=${() => onSort(key)}>${label}${active && html`<span aria-hidden="true">${order === 'desc' ? ' ▼' : ' ▲'}</span>`}</button>
     </th>`;
   };
 
