@@ -1,6 +1,7 @@
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { ConfigError, loadConfig, type ConfigReader } from '../../shared/config';
+import { settleAdminEnvironment } from './admin.prompt';
 
 /**
  * `npm start`: runs one gateway and one worker side by side for a single machine. First the
@@ -40,34 +41,41 @@ function build(): void {
 }
 
 const BUILD = '--build';
-checkConfiguration();
-if (process.argv.includes(BUILD)) build();
-const serviceArgs = process.argv.slice(2).filter((arg) => arg !== BUILD);
 
-const services = ['gateway', 'worker'].map((name) => ({
-  name,
-  child: fork(path.join(ROOT, 'dist', 'services', name, 'main.js'), serviceArgs, { stdio: 'inherit' }),
-}));
+async function main(): Promise<void> {
+  await settleAdminEnvironment(process.env);
+  checkConfiguration();
+  if (process.argv.includes(BUILD)) build();
+  const serviceArgs = process.argv.slice(2).filter((arg) => arg !== BUILD);
+  for (const name of ['gateway', 'worker']) {
+    services.push({ name, child: fork(path.join(ROOT, 'dist', 'services', name, 'main.js'), serviceArgs, { stdio: 'inherit' }) });
+  }
+  for (const { child } of services) watch(child);
+}
 
+const services: { name: string; child: ChildProcess }[] = [];
 let exiting = false;
 const stopAll = (signal: NodeJS.Signals) => {
   for (const { child } of services) if (child.exitCode === null && child.signalCode === null) child.kill(signal);
 };
 
-for (const { child } of services) {
+function watch(child: ChildProcess): void {
   child.on('exit', (code: number | null, signal: NodeJS.Signals | null) => {
     if (!exiting) {
       exiting = true;
       process.exitCode = code ?? (signal ? 1 : 0);
       stopAll('SIGTERM');
     }
-    if (services.every(({ child: c }: { child: ChildProcess }) => c.exitCode !== null || c.signalCode !== null)) process.exit();
+    if (services.every(({ child: c }) => c.exitCode !== null || c.signalCode !== null)) process.exit();
   });
 }
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
     exiting = true;
+    if (services.length === 0) process.exit(0);
     stopAll(signal);
   });
 }
+
+void main();
