@@ -86,12 +86,14 @@ test('uploading through the file input shows the file; a name that is markup is 
 
 test('files dropped onto the listing are uploaded, each with a progress bar named after it', async () => {
   // Browser code as text: the tests compile without the DOM's types.
-  await page.locator('div.files').evaluate(`(el) => {
+  await page.locator('div.files').waitFor();
+  await page.evaluate(`(() => {
+    const el = document.querySelector('div.files');
     const data = new DataTransfer();
     data.items.add(new File(['dropped one'], 'dropped-1.txt', { type: 'text/plain' }));
     data.items.add(new File(['dropped two'], 'dropped-2.txt', { type: 'text/plain' }));
     el.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
-  }`);
+  })()`);
   await page.getByRole('link', { name: 'dropped-1.txt', exact: true }).waitFor();
   await page.getByRole('link', { name: 'dropped-2.txt', exact: true }).waitFor();
   await page.getByRole('progressbar', { name: /^dropped-2\.txt/ }).waitFor();
