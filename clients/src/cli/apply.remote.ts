@@ -7,6 +7,8 @@ import { localSha, skipFailed, statOf, toBase, type SyncContext } from './contex
 import { applyDeletions, guardLocalDeletions } from './apply.deletions';
 import { conflictedName, joinPath } from './scan';
 import { park, PARKING, unparkAll } from './parking';
+import { batches, BULK_FILE_MAX } from './bulk.transfers';
+import { ApiError } from '../sdk/errors';
 
 const exists = async (full: string) => (await statOf(full)) !== undefined;
 
@@ -114,8 +116,18 @@ async function applyChanges(
     /** The base content held at `target`, which a delta download copies its unchanged chunks from. */
     local?: { path: string; sha256: string },
   ): Promise<boolean> => {
-    const label = live.path(node.parentId) === undefined ? node.name : joinPath(live.path(node.parentId)!, node.name);
-    const got = await ctx.transfers.download(node.id, label, node.size, node.sha256, local);
+    const label = labelOf(node);
+    return place(node, target, expect, await ctx.transfers.download(node.id, label, node.size, node.sha256, local));
+  };
+  const labelOf = (node: RemoteNode) => (live.path(node.parentId) === undefined ? node.name : joinPath(live.path(node.parentId)!, node.name));
+  /** Moves downloaded bytes into place once their SHA-256 is the announced one and nothing was written there meanwhile. */
+  const place = async (
+    node: RemoteNode,
+    target: string,
+    expect: { mtimeMs: number; size: number } | undefined,
+    got: { tmp: string; sha256: string; expected: string },
+  ): Promise<boolean> => {
+    const label = labelOf(node);
     if (got.expected !== got.sha256) {
       await fs.rm(got.tmp, { force: true });
       r.error(`download of ${label} did not match the SHA-256 the service announced; it will be fetched again`);
@@ -297,7 +309,29 @@ async function applyChanges(
       else live.remove(next.node.id);
     }
   };
-  await Promise.all([fetchNext(), fetchNext(), fetchNext(), fetchNext()]);
+  // Small files come many to a response, beside the large ones; a batch the service does not answer whole comes one by one.
+  const small = batches(fresh.filter((f) => f.node.size <= BULK_FILE_MAX), (f) => f.node.size);
+  if (small.length) for (const f of small.flat()) fresh.splice(fresh.indexOf(f), 1);
+  const fetchBulk = async (): Promise<void> => {
+    for (let batch = small.shift(); batch && !ctx.signal.aborted; batch = small.shift()) {
+      const got = await ctx.transfers.bulk.download(batch.map((f) => f.node));
+      if (!got) {
+        fresh.push(...batch);
+        continue;
+      }
+      for (const { node, target } of batch) {
+        const one = got.get(node.id);
+        const ok = await (one === undefined || one instanceof ApiError ? Promise.reject(one ?? new ApiError(404, undefined)) : place(node, target, undefined, one)).catch((err: unknown) => {
+          if (!skipFailed(ctx, pathIn(remote, node.id) ?? node.name, err)) throw err;
+          return false;
+        });
+        if (ok) actions++;
+        else live.remove(node.id);
+      }
+    }
+  };
+  await Promise.all([fetchBulk(), fetchBulk(), fetchNext(), fetchNext(), fetchNext(), fetchNext()]);
+  if (fresh.length) await Promise.all([fetchNext(), fetchNext(), fetchNext(), fetchNext()]);
 
   return actions + (await applyDeletions(ctx, remote, base, matched, live));
 }

@@ -6,6 +6,7 @@ import { byDepth, remoteChanged, type LocalNode, type Matched } from './match';
 import { LiveTree } from './live.tree';
 import { checkGuard, localSha, toBase, type SyncContext } from './context';
 import { planPlaces, type Place, type PlaceStep } from './place.plan';
+import { batches, BULK_FILE_MAX } from './bulk.transfers';
 
 const BATCH = 500;
 
@@ -176,7 +177,31 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
       });
     }
   };
-  await Promise.all([worker(), worker(), worker(), worker()]);
+  // Small new files go many to a request, beside the large ones; a batch the service does not take whole goes one by one.
+  const small = batches(queue.filter((f) => f.entry.size <= BULK_FILE_MAX), (f) => f.entry.size);
+  if (small.length) for (const f of small.flat()) queue.splice(queue.indexOf(f), 1);
+  const bulkWorker = async () => {
+    for (let batch = small.shift(); batch && !ctx.signal.aborted; batch = small.shift()) {
+      const results = await ctx.transfers.bulk.upload(batch.map((n) => ({ id: n.id, diskPath: n.entry.disk, name: n.name, folderId: n.parentId })));
+      if (!results) {
+        queue.push(...batch);
+        continue;
+      }
+      for (const [i, node] of batch.entries()) {
+        const label = path(node.id);
+        const result = results[i]!;
+        await transfer(label, async () => {
+          if (result instanceof ApiError) throw result;
+          return result;
+        }, (file) => {
+          put(fileOf(file, file.sha256 ?? ''), node.entry);
+          say(`uploaded ${label}`);
+        });
+      }
+    }
+  };
+  await Promise.all([bulkWorker(), bulkWorker(), worker(), worker(), worker(), worker()]);
+  if (queue.length) await Promise.all([worker(), worker(), worker(), worker()]);
   for (const e of edits) {
     if (ctx.signal.aborted) break;
     const label = path(e.node.id);

@@ -11,12 +11,15 @@ import type { Session } from './session';
 import { newId } from './match';
 import { assertSafeId } from './local.names';
 import { DeltaTransfers, describeDelta, type DeltaNote } from './delta.transfers';
+import { BulkTransfers } from './bulk.transfers';
 
 /** Uploads above this size go by tus and resume after a crash. */
 export const RESUMABLE_THRESHOLD = 8 * 1024 * 1024;
 
 export class Transfers {
   private readonly delta: DeltaTransfers;
+  /** Many small files to a request, both ways. */
+  readonly bulk: BulkTransfers;
   /** What the last delta transfer of each file moved, until its action line is written. */
   private readonly notes = new Map<string, DeltaNote>();
 
@@ -28,6 +31,7 @@ export class Transfers {
     private readonly signal: AbortSignal,
   ) {
     this.delta = new DeltaTransfers(session, journal, signal);
+    this.bulk = new BulkTransfers(dir, session, signal);
   }
 
   /** ` (delta: ...)` for the action line of a file that travelled as changes, else empty. */

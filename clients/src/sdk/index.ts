@@ -7,3 +7,4 @@ export type * from '../../../shared/protocol';
 export { ERROR_CODES, OP_TYPES, nameProblem } from '../../../shared/protocol';
 export { planDelta, deltaBody, fetchChunkList, uploadDelta, fetchRange, type DeltaStep } from './delta';
 export { ContentChunker, chunksOf, CHUNKING, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
+export { bulkUpload, bulkDownload } from './bulk';

@@ -1,9 +1,9 @@
 import express, { Router } from 'express';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { BULK_MEDIA_TYPE } from '../../../shared/protocol/bulk';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { discardRest } from '../content/content.routes';
+import { sendCoalesced } from '../http/coalesced.pipe';
 import type { BulkService } from './bulk.service';
 
 /**
@@ -35,7 +35,7 @@ export function bulkRoutes(bulk: BulkService, authenticated: ReturnType<typeof r
       if (!first.done) yield first.value;
       yield* frames;
     }
-    await pipeline(Readable.from(all()), res).catch(() => res.destroy());
+    await sendCoalesced(Readable.from(all()), res);
   });
 
   return router;
