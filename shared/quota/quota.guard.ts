@@ -45,6 +45,21 @@ export function cannotFit(usage: Usage, write: QuotaWrite): boolean {
 }
 
 /**
+ * Which of the versions given, least recently replaced first, go to bring `excess` bytes over the quota
+ * down to none: each in turn until the excess is gone. Returns their ids and the excess left (above
+ * zero when even all of them are not enough).
+ */
+export function oldestToDrop(excess: number, oldest: readonly { id: string; sizeBytes: number }[]): { ids: string[]; excess: number } {
+  const ids: string[] = [];
+  for (const v of oldest) {
+    if (excess <= 0) break;
+    ids.push(v.id);
+    excess -= v.sizeBytes;
+  }
+  return { ids, excess };
+}
+
+/**
  * The quota rule (API.md, Quotas), applied inside the owner's transaction, whose lock on the owner's
  * row is what makes parallel writes unable to overshoot together: each one sees the bytes the
  * previous ones committed. A write fits when the bytes other than versions, after it, are within the
@@ -83,13 +98,9 @@ export class QuotaGuard {
     while (excess > 0 && usage.versions > 0) {
       const oldest = await this.versions.oldest(userId, ROOM_ROUND);
       if (oldest.length === 0) break;
-      const ids: string[] = [];
-      for (const v of oldest) {
-        if (excess <= 0) break;
-        ids.push(v.id);
-        excess -= v.sizeBytes;
-      }
-      dropped.push(...(await this.versions.remove(userId, ids)));
+      const round = oldestToDrop(excess, oldest);
+      excess = round.excess;
+      dropped.push(...(await this.versions.remove(userId, round.ids)));
     }
     return dropped;
   }
