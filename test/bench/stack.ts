@@ -2,12 +2,11 @@ import { bullPrefix, connectRedis, parseClusterNodes } from '../../shared/redis/
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import { createDb, type Db } from '../../shared/db/knex';
 import { SYNC_QUEUE_NAME } from '../../shared/queue/ring.contract';
+import { IsolatedRun } from '../support/isolated.run';
 import { ServiceProcess, type ServiceKind } from '../support/processes';
 
 export const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -53,11 +52,10 @@ export async function gatewayReady(baseUrl: string): Promise<boolean> {
  * removes all of it and is safe to call more than once, from a signal handler included.
  */
 export class BenchStack {
-  readonly name = `filesync_bench_${randomBytes(5).toString('hex')}`;
-  readonly databaseUrl = `mysql://root@127.0.0.1:3306/${this.name}`;
+  private readonly run = new IsolatedRun('filesync_bench', { uploadsInSubfolder: true });
+  readonly name = this.run.name;
+  readonly databaseUrl = this.run.databaseUrl;
   readonly jwtSecret = randomBytes(32).toString('hex');
-  dir = '';
-  uploadDir = '';
   port = 0;
   baseUrl = '';
   /** The bench's own pool on the service's database: data loading and the direct (no-HTTP) ceilings. */
@@ -76,35 +74,31 @@ export class BenchStack {
     return this.name;
   }
 
+  /** The run's directory (DATA_DIR), once started. */
+  get dir(): string {
+    return this.run.dir;
+  }
+
+  get uploadDir(): string {
+    return this.run.uploadDir;
+  }
+
   env(): Record<string, string> {
-    return {
-      DATABASE_URL: this.databaseUrl,
-      REDIS_URL,
-      UPLOAD_DIR: this.uploadDir,
-      DATA_DIR: this.dir,
-      QUEUE_PREFIX: this.queuePrefix,
-      ADMIN_USERNAME: ADMIN.username,
-      ADMIN_PASSWORD: ADMIN.password,
-      JWT_SECRET: this.jwtSecret,
+    return this.run.env({ admin: ADMIN, jwtSecret: this.jwtSecret, redis: { REDIS_URL } }, {
       PORT: String(this.port),
       WORKER_PORT: '0',
       LOG_LEVEL: 'warn',
-      LOGIN_RATE_LIMIT: '0',
-      LOGIN_ADDRESS_RATE_LIMIT: '0',
-      REGISTER_RATE_LIMIT: '0',
       SYNC_CONCURRENCY: String(SYNC_CONCURRENCY),
       LOGIN_CONCURRENCY: String(LOGIN_CONCURRENCY),
       SYNC_TIMEOUT_MS: String(SYNC_TIMEOUT_MS),
       // The long-poll bench holds hundreds of requests of one user.
       FEED_MAX_HELD_PER_USER: '1000',
       ...(this.options.env ?? {}),
-    };
+    });
   }
 
   async start(): Promise<void> {
-    this.dir = await fs.mkdtemp(path.join(os.tmpdir(), `${this.name}-`));
-    this.uploadDir = path.join(this.dir, 'uploads');
-    await fs.mkdir(this.uploadDir, { recursive: true });
+    await this.run.open();
     this.port = await freePort();
     this.baseUrl = `http://127.0.0.1:${this.port}`;
 

@@ -17,13 +17,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { createDb } from '../../shared/db/knex';
 import { Api } from '../support/client';
 import { createS3Client } from '../../shared/storage/s3/s3.client';
 import { RedisCluster } from '../support/redis.cluster';
 import { createBucket, Rgw } from '../support/rgw';
+import { IsolatedRun } from '../support/isolated.run';
 import { ChaosUploader, type UploaderReport } from './uploader';
 import { freePort, RedisServer } from '../support/redis.server';
 import { verify, type DeviceInfo } from './check';
@@ -50,10 +50,8 @@ const stamp = () => new Date().toISOString().slice(11, 19);
 const log = (msg: string) => console.log(`[chaos ${stamp()}] ${msg}`);
 
 async function main(): Promise<void> {
-  const name = `fs_chaos_${randomBytes(4).toString('hex')}`;
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), `${name}-`));
-  const server = (process.env.DATABASE_HOST_URL ?? 'mysql://root@127.0.0.1:3306').replace(/\/$/, '');
-  const databaseUrl = `${server}/${name}`;
+  const run = await new IsolatedRun('fs_chaos', { databaseServer: process.env.DATABASE_HOST_URL, uploadsInSubfolder: true }).open();
+  const { name, dir, databaseUrl } = run;
   const redis = ON_CLUSTER ? await RedisCluster.start(3, 1) : await RedisServer.start();
   const rgw = ON_S3 ? await Rgw.start() : undefined;
   const storage: Record<string, string> = {};
@@ -74,17 +72,9 @@ async function main(): Promise<void> {
   const baseUrl = `http://127.0.0.1:${port}`;
   const where = redis instanceof RedisCluster ? `a Redis Cluster on ${redis.nodes}` : `redis on ${redis.port}`;
   log(`database ${name}, ${where}, gateway on ${port}, ${WORKERS} workers, ${DEVICES} devices, ${MINUTES} min; logs in ${dir}`);
-  const env = {
-    DATABASE_URL: databaseUrl,
-    ...(redis instanceof RedisCluster ? { REDIS_CLUSTER_NODES: redis.nodes } : { REDIS_URL: redis.url }),
-    DATA_DIR: dir,
-    UPLOAD_DIR: path.join(dir, 'uploads'),
-    JWT_SECRET: randomBytes(32).toString('hex'),
-    ADMIN_USERNAME: ADMIN.username,
-    ADMIN_PASSWORD: ADMIN.password,
-    QUEUE_PREFIX: name,
+  const redisSetting: Record<string, string> = redis instanceof RedisCluster ? { REDIS_CLUSTER_NODES: redis.nodes } : { REDIS_URL: redis.url };
+  const env = run.env({ admin: ADMIN, jwtSecret: randomBytes(32).toString('hex'), redis: redisSetting }, {
     LOG_LEVEL: 'info',
-    LOGIN_RATE_LIMIT: '0',
     SYNC_TIMEOUT_MS: String(SYNC_TIMEOUT_MS),
     SYNC_LOCK_MS: '3000',
     SYNC_BATCH_DEADLINE_MS: '5000',
@@ -93,7 +83,7 @@ async function main(): Promise<void> {
     PORT: String(port),
     WORKER_PORT: '0',
     ...storage,
-  };
+  });
   // Each process's output goes to a log file of its own in the run's directory, across restarts.
   const launch = (kind: ServiceKind, name: string) => new ServiceProcess(kind, { name, env, logFile: path.join(dir, `${name}.log`), keepOutput: 100_000 });
   const gateway = launch('gateway', 'gateway');

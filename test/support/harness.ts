@@ -1,8 +1,5 @@
 import { promises as fs } from 'node:fs';
 import type { Server } from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import { loadConfig, type Config } from '../../shared/config';
 import { createDb, type Db } from '../../shared/db/knex';
@@ -13,6 +10,7 @@ import type { ChangeHub } from '../../services/gateway/changes/change.hub';
 import type { HttpServerOptions } from '../../services/gateway/http/http.server';
 import { openGateway, type GatewayOptions } from '../../services/gateway/open.gateway';
 import type { BatchSubmitter } from '../../services/gateway/sync/batch.submitter';
+import { IsolatedRun } from './isolated.run';
 import { emptyPrefix, s3Environment } from './rgw';
 import { migratedDatabase } from './schema.template';
 
@@ -30,23 +28,10 @@ export interface TestEnv {
 }
 
 export async function createTestEnv(overrides: Record<string, string> = {}): Promise<TestEnv> {
-  const name = `fs_test_${randomBytes(5).toString('hex')}`;
-  const uploadDir = await fs.mkdtemp(path.join(os.tmpdir(), `${name}-`));
+  const run = await new IsolatedRun('fs_test').open();
+  const { name, uploadDir } = run;
   const env: Record<string, string> = {
-    DATABASE_URL: `mysql://root@127.0.0.1:3306/${name}`,
-    REDIS_URL: 'redis://127.0.0.1:6379',
-    UPLOAD_DIR: uploadDir,
-    DATA_DIR: uploadDir,
-    JWT_SECRET,
-    ADMIN_USERNAME: ADMIN.username,
-    ADMIN_PASSWORD: ADMIN.password,
-    QUEUE_PREFIX: name,
-    LOGIN_RATE_LIMIT: '0',
-    LOGIN_ADDRESS_RATE_LIMIT: '0',
-    REGISTER_RATE_LIMIT: '0',
-    LOG_LEVEL: 'silent',
-    SYNC_TIMEOUT_MS: '15000',
-    ...overrides,
+    ...run.env({ admin: ADMIN, jwtSecret: JWT_SECRET }, { LOG_LEVEL: 'silent', SYNC_TIMEOUT_MS: '15000', ...overrides }),
     // STORAGE_DRIVER=s3: the suite's RGW, under a prefix of this environment's own.
     ...(overrides.STORAGE_DRIVER === 's3' ? { ...s3Environment(`${name}/`), ...overrides } : {}),
   };
