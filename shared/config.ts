@@ -9,7 +9,7 @@ export interface Config {
   readonly redisUrl: string;
   /** REDIS_CLUSTER_NODES: when set, every use of Redis goes to this cluster and redisUrl is unused. */
   readonly redisClusterNodes: readonly RedisNode[] | undefined;
-  /** HOST: the address the gateway and the worker's ops endpoints listen on (0.0.0.0: every IPv4 interface). */
+  /** HOST: the address the gateway and the worker's monitoring endpoints listen on (0.0.0.0: every IPv4 interface). */
   readonly host: string;
   readonly port: number;
   readonly workerPort: number;
