@@ -102,8 +102,10 @@ export function ShareDialog({ item, onClose }) {
       ${item.type === 'folder' &&
       html`<fieldset>
         <legend>Access</legend>
-        <label><input type="radio" name="access" value="read" checked /> Read: view and download</label>
-        <label><input type="radio" name="access" value="upload" /> Upload: people can add files, and see nothing</label>
+        <label><input type="radio" name="access" value="read" checked aria-describedby="share-read-hint" /> Read</label>
+        <p id="share-read-hint" class="hint">People with the link can view and download.</p>
+        <label><input type="radio" name="access" value="upload" aria-describedby="share-upload-hint" /> Upload</label>
+        <p id="share-upload-hint" class="hint">People with the link can add files, and see nothing.</p>
       </fieldset>`}
       <label for="share-password">Password</label>
       <input id="share-password" name="password" type="password" autocomplete="new-password" minlength="8" placeholder="Optional, 8 characters or more" />
