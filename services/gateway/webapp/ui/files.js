@@ -116,11 +116,16 @@ export function FilesView({ folderId }) {
   // Changes from anywhere (this page, another device, WebDAV) reload what is shown, a little later.
   const reloadRef = useRef(listing.reload);
   reloadRef.current = listing.reload;
+  // At most one reload every 400 ms, however many uploads finish meanwhile (a dropped folder of thousands).
+  const reloadTimer = useRef(/** @type {ReturnType<typeof setTimeout> | null} */ (null));
   useEffect(() => {
-    if (changes.value === 0 && uploaded.value === 0) return undefined;
-    const timer = setTimeout(() => reloadRef.current(), 250);
-    return () => clearTimeout(timer);
+    if ((changes.value === 0 && uploaded.value === 0) || reloadTimer.current) return;
+    reloadTimer.current = setTimeout(() => {
+      reloadTimer.current = null;
+      reloadRef.current();
+    }, 400);
   }, [changes.value, uploaded.value]);
+  useEffect(() => () => void (reloadTimer.current && clearTimeout(reloadTimer.current)), []);
 
   const title = folderId ? path[path.length - 1]?.name ?? '' : 'Files';
   useEffect(() => {

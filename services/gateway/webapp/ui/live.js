@@ -4,38 +4,44 @@ import { signal } from '@preact/signals';
 import { api } from './api.js';
 
 export const changes = signal(0);
+/** Bumped to stop the loop that is running (sign-out, or another account signing in). */
+let generation = 0;
 let running = false;
 
 const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Catches up to the feed's end without showing anything, then waits for what comes next. */
+export function stopChanges() {
+  generation += 1;
+  running = false;
+}
+
+/**
+ * Reads to the feed's end without showing anything, then waits for what comes next. A cursor the
+ * service refuses (400: another account signed in meanwhile) starts over; 401 stops.
+ */
 export async function followChanges() {
   if (running) return;
   running = true;
+  const mine = ++generation;
   let cursor = '';
-  try {
-    for (;;) {
-      const page = await api.get(`/v1/sync/changes?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+  let caughtUp = false;
+  while (mine === generation) {
+    try {
+      const wait = caughtUp ? '&wait=25' : '';
+      const page = await api.get(`/v1/sync/changes?limit=1000${wait}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      if (mine !== generation) return;
       cursor = page.cursor;
-      if (!page.hasMore) break;
-    }
-    for (;;) {
-      try {
-        const page = await api.get(`/v1/sync/changes?limit=1000&wait=25&cursor=${encodeURIComponent(cursor)}`);
-        cursor = page.cursor;
-        if (page.items.length > 0) changes.value += 1;
-      } catch (err) {
-        if (/** @type {any} */ (err)?.status === 401) {
-          running = false;
-          return;
-        }
-        await sleep(3000);
+      if (caughtUp && page.items.length > 0) changes.value += 1;
+      if (!page.hasMore) caughtUp = true;
+    } catch (err) {
+      const status = /** @type {any} */ (err)?.status;
+      if (status === 401 || mine !== generation) break;
+      if (status === 400) {
+        cursor = '';
+        caughtUp = false;
       }
+      await sleep(3000);
     }
-  } catch {
-    running = false;
-    await sleep(5000);
-    void followChanges();
-    return;
   }
+  if (mine === generation) running = false;
 }

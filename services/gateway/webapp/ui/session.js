@@ -1,6 +1,7 @@
 // Who is signed in. The session itself is an HttpOnly cookie the page never sees.
 import { signal } from '@preact/signals';
 import { api, request, whenSignedOut } from './api.js';
+import { stopChanges } from './live.js';
 
 /** @type {import('@preact/signals').Signal<{ user: { id: string, username: string, isAdmin: boolean }, deviceId: string } | null | undefined>} */
 export const session = signal(undefined);
@@ -19,6 +20,7 @@ export async function signIn(username, password) {
 }
 
 export async function signOut() {
+  stopChanges();
   try {
     await api.del('/v1/session');
   } finally {
@@ -27,5 +29,6 @@ export async function signOut() {
 }
 
 whenSignedOut(() => {
+  stopChanges();
   session.value = null;
 });
