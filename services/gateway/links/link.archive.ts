@@ -3,9 +3,6 @@ import { PassThrough } from 'node:stream';
 import yazl from 'yazl';
 import type { ArchiveFile, LinkRepository } from '../../../shared/db/repositories/link.repository';
 import type { ContentStore } from '../../../shared/storage/content.store';
-import { useNativeZipCrc } from './archive.crc';
-
-useNativeZipCrc();
 
 /** Files read from the database per query while an archive is written. */
 const PAGE = 200;
