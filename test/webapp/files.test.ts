@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Api } from '../support/client';
 import { startStack, type TestStack } from '../support/stack';
@@ -138,6 +139,15 @@ test('the actions menu works from the keyboard: Enter opens it on its first item
   await page.waitForFunction("document.activeElement?.value === 'minutes.txt'");
   await page.keyboard.press('Escape');
   await page.getByRole('dialog').waitFor({ state: 'detached' });
+});
+
+test('a folder downloads as a ZIP from its actions menu', async () => {
+  await page.getByRole('button', { name: 'Actions for Reports' }).click();
+  expect(await page.getByRole('menu').getByRole('menuitem').allTextContents()).toEqual(['Download', 'Rename', 'Move', 'Delete', 'Share link', 'Download as ZIP']);
+  const [zip] = await Promise.all([page.waitForEvent('download'), page.getByRole('menuitem', { name: 'Download as ZIP' }).click()]);
+  expect(zip.suggestedFilename()).toMatch(/\.zip$/);
+  const body = readFileSync(await zip.path());
+  expect(body.subarray(0, 2).toString()).toBe('PK');
 });
 
 test('move and delete several selected rows at once; the trash restores and deletes forever', async () => {
