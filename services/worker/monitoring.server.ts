@@ -48,11 +48,11 @@ export async function startMonitoringServer(
   });
   return new Promise((resolve) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
-      logger.warn({ port, err: err.code ?? err.message }, 'worker ops port unavailable; running without /healthz, /readyz and /metrics');
+      logger.warn({ port, err: err.code ?? err.message }, 'worker monitoring port unavailable; running without /healthz, /readyz and /metrics');
       resolve(undefined);
     });
     server.listen(port, host, () => {
-      logger.info({ port: (server.address() as AddressInfo).port }, 'worker ops endpoints listening');
+      logger.info({ port: (server.address() as AddressInfo).port }, 'worker monitoring endpoints listening');
       resolve(server);
     });
   });

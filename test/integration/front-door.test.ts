@@ -77,9 +77,9 @@ describe('the front door', () => {
   }, 60_000);
 
   test('the worker\'s ops endpoints listen on HOST too', async () => {
-    const worker = await spawnService('worker', 'worker ops endpoints listening', env, {});
+    const worker = await spawnService('worker', 'worker monitoring endpoints listening', env, {});
     try {
-      const port = Number(/"port":(\d+)[^\n]*worker ops endpoints listening/.exec(worker.output())![1]);
+      const port = Number(/"port":(\d+)[^\n]*worker monitoring endpoints listening/.exec(worker.output())![1]);
       expect(await accepts('127.0.0.1', port)).toBe(true);
       expect(await accepts('127.0.0.2', port)).toBe(false);
     } finally {

@@ -2,13 +2,14 @@ import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import { pipeline, Transform, type Readable } from 'node:stream';
 import { pipeline as pipelineAsync } from 'node:stream/promises';
-import { GetObjectCommand, PutObjectCommand, S3 } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand, S3, type S3Client } from '@aws-sdk/client-s3';
 import { S3Store } from '@tus/s3-store';
 import { Upload } from '@tus/server';
-import type { ResumableDataStore, StagedContent, UploadGone } from '../content.store';
+import type { S3Config } from '../../config';
+import type { ResumableDataStore, StagedContent, StoredObject, UploadGone } from '../content.store';
 import { RunningHashes } from '../running.hashes';
 import { s3ClientOptions } from './s3.client';
-import type { S3ContentStore } from './s3.store';
+import type { MultipartUpload } from './s3.listing';
 
 /** Resumable uploads live under this key prefix of the store (as on the local driver). */
 export const TUS_PREFIX = '.tus/';
@@ -35,12 +36,24 @@ const NO_CACHE = { get: async () => undefined, set: async () => undefined, delet
  * termination and expiry that abort the multipart upload and leave no object behind, even after a
  * crash between the steps; and no creation-defer-length (the contract requires Upload-Length).
  */
+/** What resumable uploads use of the content store's bucket (s3.store.ts provides it). */
+export interface S3Bucket {
+  readonly client: S3Client;
+  readonly config: S3Config;
+  readonly bucket: string;
+  objectKey(key: string): string;
+  deleteObject(objectKey: string): Promise<void>;
+  list(prefix?: string): AsyncGenerator<StoredObject>;
+  multipartUploads(prefix: string): AsyncGenerator<MultipartUpload>;
+  abortMultipart(key: string, uploadId: string): Promise<void>;
+}
+
 export class S3TusStore extends S3Store implements ResumableDataStore {
   private readonly hashes = new RunningHashes();
   private readonly completed = new Map<string, Upload>();
 
   constructor(
-    private readonly store: S3ContentStore,
+    private readonly store: S3Bucket,
     expiryMs: number,
     private readonly gone?: UploadGone,
   ) {
