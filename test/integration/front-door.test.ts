@@ -76,7 +76,7 @@ describe('the front door', () => {
     }
   }, 60_000);
 
-  test('the worker\'s ops endpoints listen on HOST too', async () => {
+  test('the worker\'s monitoring endpoints listen on HOST too', async () => {
     const worker = await spawnService('worker', 'worker monitoring endpoints listening', env, {});
     try {
       const port = Number(/"port":(\d+)[^\n]*worker monitoring endpoints listening/.exec(worker.output())![1]);
