@@ -78,10 +78,10 @@ describe('unknown routes', () => {
   test.each([
     ['GET', '/v1/nothing-here'],
     ['GET', '/nothing-here'],
-    ['GET', '/'],
+    ['GET', '/v1'],
     ['PUT', '/v1/files/0123456789abcdef0123456789abcdef'],
     ['PATCH', '/v1/files'],
-    ['GET', '/v1/devices'],
+    ['PUT', '/v1/devices'],
     ['POST', '/v1/folders'],
     ['GET', '/v1/files/0123456789abcdef0123456789abcdef/content/extra'],
   ])('%s %s gives 404 NOT_FOUND as JSON', async (method, url) => {
