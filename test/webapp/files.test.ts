@@ -150,6 +150,16 @@ test('a folder downloads as a ZIP from its actions menu', async () => {
   expect(body.subarray(0, 2).toString()).toBe('PK');
 });
 
+test('Grid view shows a card per child with a generic icon until a thumbnail exists; List view goes back', async () => {
+  await page.getByRole('button', { name: 'Grid view' }).click();
+  await page.getByRole('link', { name: 'minutes.txt', exact: true }).waitFor();
+  expect(await page.getByRole('table').count()).toBe(0);
+  await page.getByRole('button', { name: 'Actions for Reports' }).waitFor();
+  expect(await seriousViolations(page)).toEqual([]);
+  await page.getByRole('button', { name: 'List view' }).click();
+  await page.getByRole('table').waitFor();
+});
+
 test('move and delete several selected rows at once; the trash restores and deletes forever', async () => {
   await page.getByRole('checkbox', { name: 'Select minutes.txt' }).check();
   await page.getByRole('checkbox', { name: 'Select <img src=x onerror=alert(1)>' }).check();

@@ -1,6 +1,7 @@
 // "Files": one folder's children with breadcrumbs, sorting, search, uploads, live updates.
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from './api.js';
+import { FileGrid } from './file-grid.js';
 import { FileTable } from './file-table.js';
 import { createFolder, deleteItems, MoveDialog, NameDialog, rename, VersionsDialog } from './file-actions.js';
 import { html } from './html.js';
@@ -101,6 +102,11 @@ export function FilesView({ folderId }) {
   const [error, setError] = useState(/** @type {string | null} */ (null));
   const [query, setQuery] = useState('');
   const [dragging, setDragging] = useState(false);
+  const [grid, setGrid] = useState(() => localStorage.getItem('filesync-view') === 'grid');
+  const switchView = (/** @type {boolean} */ toGrid) => {
+    localStorage.setItem('filesync-view', toGrid ? 'grid' : 'list');
+    setGrid(toGrid);
+  };
   const fileInput = useRef(/** @type {HTMLInputElement | null} */ (null));
 
   useEffect(() => void followChanges(), []);
@@ -209,6 +215,9 @@ export function FilesView({ folderId }) {
             input.value = '';
           }} />
         <button type="button" onClick=${() => setDialog({ kind: 'new-folder' })}>New folder</button>
+        ${grid
+          ? html`<button type="button" onClick=${() => switchView(false)}>List view</button>`
+          : html`<button type="button" onClick=${() => switchView(true)}>Grid view</button>`}
       </div>
     </div>
     <${Alert} message=${error ?? listing.error ?? pathError} />
@@ -222,7 +231,9 @@ export function FilesView({ folderId }) {
     </div>`}
     ${query.trim()
       ? html`<${SearchResults} query=${query.trim()} actions=${actions} />`
-      : html`<${FileTable}
+      : grid
+        ? html`<${FileGrid} total=${listing.total} itemAt=${listing.itemAt} want=${listing.want} actions=${actions} folderHref=${folderHref} fileHref=${fileHref} />`
+        : html`<${FileTable}
           total=${listing.total} itemAt=${listing.itemAt} want=${listing.want}
           sort=${sort} order=${order} onSort=${onSort}
           selected=${new Set(selected.keys())}
