@@ -1,13 +1,13 @@
 import { ERROR_CODES, type ErrorBody, type ErrorCode } from './protocol';
 
-/** The codes, their statuses and the error body are the contract's (shared/protocol). */
+/** The codes, their statuses and the error body are the API's (shared/protocol). */
 export type { ErrorBody, ErrorCode };
 
 /** The one error type the services throw on purpose; anything else is reported as INTERNAL. */
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly details: unknown;
-  /** Overrides the catalogue status, for the few places the contract asks for another (413 on JSON). */
+  /** Overrides the catalogue status, for the few places the API answers with another (413 on JSON). */
   readonly status: number;
   /** Seconds for a Retry-After header. */
   readonly retryAfter: number | undefined;

@@ -19,7 +19,7 @@ export function createMetricsRegistry(service: 'gateway' | 'worker'): Registry {
  */
 export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-/** `ok` when every op applied, `op_failed` when the batch stopped at a failing op (SPEC 4.10 rule 7). */
+/** `ok` when every op applied, `op_failed` when the batch stopped at a failing op (docs/SYNC-CLIENT.md, section 4). */
 export type BatchOutcome = 'ok' | 'op_failed' | 'error';
 
 export function batchOutcomeOf(result: BatchResult): BatchOutcome {

@@ -10,7 +10,7 @@ const LONE_SURROGATE = /\p{Cs}/u;
 const BIDI_CONTROL = /[\u202a-\u202e\u2066-\u2069]/;
 
 /**
- * Normalises a resource name to NFC and checks the contract's rules: 1 to 255 characters, no `/`,
+ * Normalises a resource name to NFC and checks the name rules (docs/SYNC-CLIENT.md, section 8): 1 to 255 characters, no `/`,
  * no control character (bidi controls included), no lone surrogate, not `.` or `..`. Returns the
  * stored form or throws INVALID_REQUEST. Every name, from an upload or a sync op, passes here.
  */

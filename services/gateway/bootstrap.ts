@@ -41,7 +41,7 @@ export async function administratorName(config: Config, db: Db): Promise<string 
   return users.firstAdminUsername();
 }
 
-/** SPEC 5.5: with no user at all, the initial administrator comes from ADMIN_*, or the service refuses to start. */
+/** With no user at all, the initial administrator comes from ADMIN_* (README, "Run it"), or the service refuses to start. */
 export async function ensureInitialAdmin(config: Config, db: Db, hasher: PasswordHasher): Promise<'created' | 'exists'> {
   const users = new UsersService(new UserRepository(db), hasher, config.defaultQuotaBytes, NO_REVOCATIONS);
   if (await users.any()) return 'exists';

@@ -17,7 +17,7 @@ export interface BatchInput {
   opsJson: string;
 }
 
-/** Errors that stop a batch and are reported in `failed` (SPEC 4.10 rule 7); anything else aborts it. */
+/** Errors that stop a batch and are reported in `failed` (docs/SYNC-CLIENT.md, section 4); anything else aborts it. */
 const STOPPING = new Set(['NAME_CONFLICT', 'NOT_FOUND', 'INVALID_REQUEST', 'PRECONDITION_FAILED']);
 
 /**

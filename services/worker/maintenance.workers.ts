@@ -39,7 +39,7 @@ export interface MaintenanceWorkers {
   close(): Promise<void>;
 }
 
-/** The tasks of this deployment. Another task is one more entry here and a job name in the contract. */
+/** The tasks of this deployment. Another task is one more entry here and a job name in shared/queue/maintenance.contract.ts. */
 export function maintenanceTasks(config: Config, contentStore: ContentStore, owners: OwnerTransactions, db: Db, logger: Logger): MaintenanceTask[] {
   // Removing content also removes its chunk list.
   const store = withChunkListCleanup(contentStore, new ChunkListRepository(db));

@@ -8,7 +8,7 @@ import type { OpOutcome, ResultRev } from '../../shared/sync/batch.result';
 import type { ParsedOp } from '../../shared/sync/ops';
 
 /*
- * What each sync op does to the caller's tree (SPEC 4.10), given what the batch knows of the resources
+ * What each sync op does to the caller's tree (docs/SYNC-CLIENT.md, section 4), given what the batch knows of the resources
  * it names. The batch applier (batch.applier.ts) runs the ops in order and records their outcomes.
  */
 

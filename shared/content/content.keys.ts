@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 
 /**
  * Content keys: `<deviceId>/<resourceId>[.<ext>]` for a file's first content, under the folder of
- * the device that wrote it (API.md: the layout of UPLOAD_DIR, and of an object store under its
+ * the device that wrote it (docs/ARCHITECTURE.md, "File content"; on S3 under the store's
  * prefix). Built from ids and a normalised extension only, never from a client's text.
  */
 export function contentKey(deviceId: string, resourceId: string, extension: string | null): string {

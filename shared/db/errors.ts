@@ -40,7 +40,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 }
 
 /**
- * Translates a driver error raised by a resource write into the contract's codes: the sibling-name
+ * Translates a driver error raised by a resource write into the API's error codes: the sibling-name
  * key is NAME_CONFLICT, the primary key means the id is taken. Anything else is rethrown as is.
  */
 export function translateResourceWriteError(err: unknown): never {

@@ -1,11 +1,11 @@
 /**
- * The wire types of the HTTP contract (API.md, versions 1 to 1.3): what a request and a response
+ * The wire types of the HTTP API (the OpenAPI description, services/gateway/openapi/): what a request and a response
  * carry, shared by the service and the SDK in clients/. This folder imports nothing, so the SDK can
  * be compiled and packed without any server package. The service builds its responses as these
  * types (no copy of them of its own), so a change here breaks the build of both sides.
  */
 
-/** The error codes of the contract and their HTTP status. */
+/** The API's error codes and their HTTP status. */
 export const ERROR_CODES = {
   INVALID_REQUEST: 400,
   UNAUTHORIZED: 401,
@@ -258,7 +258,7 @@ export interface PermissionSnapshot {
 
 // ---- Names --------------------------------------------------------------------------------------
 
-/** The name rules of the contract ("Names"): null when the service accepts the name, else why not. */
+/** The name rules (docs/SYNC-CLIENT.md, section 8): null when the service accepts the name, else why not. */
 export function nameProblem(name: string): string | null {
   if (/\p{Cs}/u.test(name)) return 'is not valid Unicode text';
   const n = name.normalize('NFC');

@@ -26,7 +26,7 @@ export interface QuotaWrite {
 const ROOM_ROUND = 100;
 
 /**
- * The 507 of the contract: `usedBytes` before the write, `neededBytes` what it adds.
+ * The API's 507: `usedBytes` before the write, `neededBytes` what it adds.
  */
 export function quotaExceeded(usage: Usage, neededBytes: number): AppError {
   return new AppError('QUOTA_EXCEEDED', 'this write does not fit in the quota', {
@@ -60,7 +60,7 @@ export function oldestToDrop(excess: number, oldest: readonly { id: string; size
 }
 
 /**
- * The quota rule (API.md, Quotas), applied inside the owner's transaction, whose lock on the owner's
+ * The quota rule (docs/ARCHITECTURE.md, "Quotas and usage"), applied inside the owner's transaction, whose lock on the owner's
  * row is what makes parallel writes unable to overshoot together: each one sees the bytes the
  * previous ones committed. A write fits when the bytes other than versions, after it, are within the
  * quota; versions then live in the room left, the least recently replaced dropped first.

@@ -2,13 +2,13 @@ import type { Readable, Writable } from 'node:stream';
 import type { DataStore, Upload } from '@tus/server';
 
 /**
- * Where file content lives, behind one interface with a driver per backend (STYLE.md item 17):
+ * Where file content lives, behind one interface with a driver per backend:
  * callers hand over keys and streams, never paths. A key is chosen by the service, never taken from
  * a client: `<deviceId>/<resourceId>[.<ext>]` for content (see shared/content/content.keys.ts), `.staging/<id>` for
  * bytes still being received. A driver maps keys to its medium (the local driver: files under
  * UPLOAD_DIR; an object store: `<S3_PREFIX><key>`) and refuses a key that would leave its root.
  *
- * The write protocol suits a medium with no rename and no partial write (STYLE.md item 23):
+ * The write protocol suits a medium with no rename and no partial write:
  * 1. `stage` streams the bytes under a staging key of the store's choosing, hashing and counting them;
  * 2. inside the owner's transaction, after the row names the new key, `place` makes the staged bytes
  *    the content of that key (a rename on disk; a copy, or the completion of a multipart upload, on

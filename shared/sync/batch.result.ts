@@ -3,7 +3,7 @@ import { LosslessNumber, stringifyLossless } from '../json';
 import type { OpOutcome, SyncOpsResponse } from '../protocol';
 import type { OpEcho } from './ops';
 
-/** What became of one op of a batch (the contract's outcomes). */
+/** What became of one op of a batch (the API's outcomes, shared/protocol). */
 export type { OpOutcome };
 
 /**

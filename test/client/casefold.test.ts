@@ -7,7 +7,7 @@ import { readTree, runCli, serverTree, sha256, sorted, tempDir } from './cli.sup
 import { mountExfat, type ExfatMount } from './exfat.support';
 
 /**
- * CLIENT.md guarantee 6, its case-insensitive half, on a real case-insensitive file system: exFAT
+ * docs/CLIENT.md guarantee 6, its case-insensitive half, on a real case-insensitive file system: exFAT
  * mounted through FUSE. A device on an ordinary folder creates names that differ only in case; the
  * device on exFAT keeps both. exFAT also gives FUSE inode numbers that change when it is mounted
  * again, and mtimes in whole seconds: the journal must not mistake one file for another.

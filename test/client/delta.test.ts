@@ -9,7 +9,7 @@ import { startStack, type TestStack } from '../support/stack';
 import { runCli, serverTree, sha256, tempDir } from './cli.support';
 
 /*
- * CLIENT.md guarantee 8 on real folders: once a large file is in sync, an edit inside it moves about
+ * docs/CLIENT.md guarantee 8 on real folders: once a large file is in sync, an edit inside it moves about
  * the changed bytes, measured per device by a proxy that counts request and response body bytes.
  * CI keeps the file at 48 MiB; the bench measures 256 MiB and 1 GiB.
  */

@@ -6,7 +6,7 @@ import { startStack, type TestStack } from '../support/stack';
 import { readTree, runCli, seeded, serverTree, sha256, sorted, tempDir } from './cli.support';
 
 /**
- * Model-based randomized test of the sync client (CLIENT.md guarantees 1, 2, 4 and 5): three
+ * Model-based randomized test of the sync client (docs/CLIENT.md guarantees 1, 2, 4 and 5): three
  * devices, each the real `filesync` command on its own folder, and the real service. A seeded
  * history mixes local edits of every kind (swapped names among them), syncs, SIGKILLs mid-sync and
  * changes made through the API (files created without content among them); after a final quiescent

@@ -8,8 +8,8 @@ import { startStack, type TestStack } from '../support/stack';
 import { runCli, serverTree, tempDir } from './cli.support';
 
 /**
- * CLIENT.md guarantee 7 against a service that refuses content for the quota. A small forwarding
- * proxy in front of the real gateway answers content writes with the contract's 507 while `full` is
+ * docs/CLIENT.md guarantee 7 against a service that refuses content for the quota. A small forwarding
+ * proxy in front of the real gateway answers content writes with the API's 507 while `full` is
  * set (whether or not this service build enforces quotas), and forwards everything else unchanged.
  */
 let stack: TestStack;

@@ -9,7 +9,7 @@ import { startStack, type TestStack } from '../support/stack';
 import { runCli, serverTree, sha256, tempDir } from './cli.support';
 
 /**
- * CLIENT.md guarantee 4 for uploads: a CLI SIGKILLed in the middle of a tus upload over 8 MiB
+ * docs/CLIENT.md guarantee 4 for uploads: a CLI SIGKILLed in the middle of a tus upload over 8 MiB
  * resumes it on its next run. A forwarding proxy in front of the real gateway counts the PATCH
  * bytes it passes on, and in the first run holds the body once half the file has gone through, so
  * the kill always lands in the middle of the transfer (when the proxy says so, not after a delay).

@@ -5,7 +5,7 @@ import { FilesyncClient } from '../../clients/src/sdk';
 import { startStack, type TestStack } from '../support/stack';
 import { readTree, runCli, serverTree, sorted, tempDir } from './cli.support';
 
-/** CLIENT.md "State": deleting the state folder makes the next run start over safely. */
+/** docs/CLIENT.md, "What it keeps, and starting over": deleting the state folder makes the next run start over safely. */
 let stack: TestStack;
 beforeAll(async () => {
   stack = await startStack();

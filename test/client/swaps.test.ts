@@ -5,7 +5,7 @@ import { FilesyncClient } from '../../clients/src/sdk';
 import { startStack, type TestStack } from '../support/stack';
 import { readTree, runCli, serverTree, sorted, tempDir } from './cli.support';
 
-/** CLIENT.md guarantees 1 and 5 for renames that swap names, and files created on the server without content. */
+/** docs/CLIENT.md guarantees 1 and 5 for renames that swap names, and files created on the server without content. */
 let stack: TestStack;
 beforeAll(async () => {
   stack = await startStack();

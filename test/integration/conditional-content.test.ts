@@ -7,7 +7,7 @@ import { startStack, type TestStack } from '../support/stack';
 import { TusRaw } from '../support/tus';
 
 /*
- * Version 1.2 (API.md): conflicts answer with the current state, resumable uploads that replace
+ * Conflicts answer with the current state, resumable uploads that replace
  * content, and the tus limits that protect other users.
  */
 

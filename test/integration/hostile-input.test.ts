@@ -9,7 +9,7 @@ import { startInProcessWorkers, type OpenWorker } from '../support/workers';
 
 /**
  * What a hostile or broken client can send: odd names, odd bytes, odd HTTP. Every refusal is the
- * contract's JSON, and leaves nothing in the store, on either driver.
+ * API's JSON, and leaves nothing in the store, on either driver.
  */
 describe.each(DRIVERS)('hostile input on the %s driver', (driver) => {
   let env: TestEnv;

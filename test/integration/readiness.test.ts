@@ -5,7 +5,7 @@ import { createTestEnv, startGateway, type RunningGateway, type TestEnv } from '
 
 /**
  * /readyz names the content store beside MySQL and Redis: a gateway whose bucket (or folder) does not
- * answer is not ready, says so in the contract's SERVICE_UNAVAILABLE shape, and is ready again once
+ * answer is not ready, says so in the API's SERVICE_UNAVAILABLE shape, and is ready again once
  * the store answers, with no restart.
  */
 describe.each(DRIVERS)('readiness on the %s driver', (driver) => {

@@ -9,7 +9,7 @@ import type { TestEnv } from '../support/harness';
 import { startStack, type TestStack } from '../support/stack';
 import { TusRaw } from '../support/tus';
 
-/* Version 1.2 of the sync protocol (API.md): revisions in sync results, conditional ops, who changed it. */
+/* The sync protocol (docs/SYNC-CLIENT.md): revisions in sync results, conditional ops, who changed it. */
 
 let env: TestEnv;
 let stack: TestStack;

@@ -14,7 +14,7 @@ import {
 import { DRIVERS, onDriver, StoredContent } from '../support/drivers';
 import { startStack, type TestStack } from '../support/stack';
 
-/** GET /v1/trash, POST /v1/trash/:id/restore and DELETE /v1/trash/:id (API.md 1.1, "Trash"). */
+/** GET /v1/trash, POST /v1/trash/:id/restore and DELETE /v1/trash/:id (docs/ARCHITECTURE.md, "The trash"). */
 let env: TestEnv;
 let gateway: RunningGateway;
 let stack: TestStack;

@@ -83,7 +83,7 @@ describe.each(DRIVERS)('uploads on the %s driver', (driver) => {
       });
       expect(Number(row.size_bytes)).toBe(content.length);
       expect(await stored.text(`${deviceId}/${id}.txt`)).toBe(content);
-    // API.md, "More than one machine": the object is <S3_PREFIX><deviceId>/<resourceId>.<ext>.
+    // docs/OPERATIONS.md, "Content on S3": the object is <S3_PREFIX><deviceId>/<resourceId>.<ext>.
     if (driver === 's3') expect(await stored.objectKeys()).toContain(`${env.config.s3!.prefix}${deviceId}/${id}.txt`);
       expect(await snapshot()).toEqual({ files: [...before.files, `${deviceId}/${id}.txt`].sort(), rows: before.rows + 1 });
     });

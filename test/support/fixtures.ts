@@ -9,7 +9,7 @@ import type { Db } from '../../shared/db/knex';
 import type { ApiResponse } from './client';
 import { JWT_SECRET } from './harness';
 
-/** Asserts the contract's error shape: status, code, a message, and nothing but an optional `details`. */
+/** Asserts the API's error shape: status, code, a message, and nothing but an optional `details`. */
 export function expectError(res: ApiResponse, status: number, code: string): void {
   expect({ status: res.status, body: res.body }).toEqual({
     status,

@@ -287,7 +287,7 @@ async function applyChanges(
         live.set(id, rn.parentId, rn.name, 'file');
         fresh.push({ node: rn, target });
       } else {
-        // Created by a sync op without content (API.md "Files without content"): an empty file here.
+        // Created by a sync op without content (docs/SYNC-CLIENT.md, "Files without content"): an empty file here.
         await fs.writeFile(target, '', { flag: 'wx' });
         live.set(id, rn.parentId, rn.name, 'file');
         j.putBase(toBase({ ...rn, size: 0 }, await statOf(target)));

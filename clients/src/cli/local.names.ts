@@ -43,7 +43,7 @@ export function localNameProblem(name: string, atRoot: boolean, rules: LocalRule
   return null;
 }
 
-/** Resource ids (API.md "Conventions": 32 lowercase hex characters); only such ids name local files. */
+/** Resource ids (32 lowercase hex characters, as the service makes them); only such ids name local files. */
 const ID = /^[0-9a-f]{32}$/;
 
 export const isSafeId = (id: string): boolean => ID.test(id);

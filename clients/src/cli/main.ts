@@ -139,7 +139,7 @@ async function run(argv: string[], signal: AbortSignal, reporter: Reporter): Pro
   }
 }
 
-/** The `filesync` command: exit codes as in CLIENT.md. */
+/** The `filesync` command: exit codes as in docs/CLIENT.md. */
 export function main(argv: string[]): void {
   const controller = new AbortController();
   const reporter = new Reporter();

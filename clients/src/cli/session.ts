@@ -3,7 +3,7 @@ import { FilesyncClient } from '../sdk/client';
 import { ApiError, NetworkError } from '../sdk/errors';
 import type { Journal } from './journal';
 
-/** A failure that ends the command with a given exit code (CLIENT.md "Exit codes"). */
+/** A failure that ends the command with a given exit code (docs/CLIENT.md, "Exit codes"). */
 export class ExitError extends Error {
   constructor(readonly exitCode: number, message: string) {
     super(message);

@@ -54,7 +54,7 @@ const hexToBase64 = (hex: string) => Buffer.from(hex, 'hex').toString('base64');
 const toBlob = (content: Blob | Buffer) => (content instanceof Blob ? content : new Blob([content]));
 const enc = encodeURIComponent;
 
-/** A typed client of the whole HTTP API (API.md 1 to 1.3). */
+/** A typed client of the whole HTTP API (the OpenAPI description served at /docs). */
 export class FilesyncClient {
   readonly server: string;
   token: string | undefined;
@@ -164,7 +164,7 @@ export class FilesyncClient {
 
   /**
    * `GET /files/:id/content`: the response, to be streamed (`res.body`); `range` like `bytes=0-99`.
-   * A 302 to the store (API.md 1.4) is followed without the Authorization header; check what arrives
+   * A 302 to the store (S3_DOWNLOADS=redirect) is followed without the Authorization header; check what arrives
    * with `announcedDigest`, or with the file's `sha256` when that answers undefined.
    */
   async download(id: string, options: { range?: string; signal?: AbortSignal } = {}): Promise<Response> {

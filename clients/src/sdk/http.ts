@@ -105,8 +105,8 @@ export async function readJson<T>(res: Response): Promise<T> {
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 /**
- * Follows the redirects of a GET answered with `redirect: 'manual'` (API.md 1.4: content served from
- * the store by a presigned URL on another origin). The Authorization header goes only to the
+ * Follows the redirects of a GET answered with `redirect: 'manual'` (S3_DOWNLOADS=redirect: content served
+ * from the store by a presigned URL on another origin, docs/ARCHITECTURE.md "Content on S3"). The Authorization header goes only to the
  * service's own origin, never to another. At most 5 hops.
  */
 export async function followRedirect(res: Response, serviceOrigin: string, token: string | undefined, signal?: AbortSignal): Promise<Response> {

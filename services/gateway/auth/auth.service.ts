@@ -44,7 +44,7 @@ export class AuthService {
     };
   }
 
-  /** Verifies the current password, then stores a new hash. Existing tokens stay valid (SPEC 5.6). */
+  /** Verifies the current password, then stores a new hash. Existing tokens stay valid. */
   async changePassword(userId: string, currentPassword: string, newPassword: string): Promise<void> {
     const user = await this.users.findActiveById(userId);
     if (!user) throw new AppError('UNAUTHORIZED', 'missing or invalid token');

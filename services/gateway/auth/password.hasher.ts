@@ -1,7 +1,7 @@
 import argon2 from 'argon2';
 import { ConcurrencyLimiter } from './limiter';
 
-/** SPEC 5.3: Argon2id, time cost 1, memory 64 MiB, parallelism 4, 32-byte hash. */
+/** Argon2id, time cost 1, memory 64 MiB, parallelism 4, 32-byte hash: every stored password, and share-link passwords. */
 export const ARGON2_OPTIONS = {
   type: argon2.argon2id,
   timeCost: 1,

@@ -34,7 +34,7 @@ export class TokenService {
   issue(claims: TokenClaims, now = new Date()): { token: string; expiresAt: Date } {
     const iat = Math.floor(now.getTime() / 1000);
     const exp = iat + TOKEN_TTL_SECONDS;
-    // No `noTimestamp`: jsonwebtoken would then strip the `iat` claim the contract requires.
+    // No `noTimestamp`: jsonwebtoken would then strip the `iat` claim every token must carry (one without it is refused).
     const token = jwt.sign({ sub: claims.userId, device_id: claims.deviceId, iat, exp }, this.key, { algorithm: 'HS256' });
     return { token, expiresAt: new Date(exp * 1000) };
   }

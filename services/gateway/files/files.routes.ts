@@ -20,7 +20,7 @@ const SORTS: Record<string, FileSortColumn> = {
   added_at: 'created_at',
 };
 
-/** Multer failures in the contract's terms; the storage engine has already removed partial files. */
+/** Multer failures in the API's error codes; the storage engine has already removed partial files. */
 export function uploadError(err: unknown, maxUploadBytes: number): AppError {
   if (err instanceof multer.MulterError) {
     if (err.code === 'LIMIT_FILE_SIZE') return tooLarge(maxUploadBytes);
@@ -136,7 +136,7 @@ export function fileRoutes(
       deviceId: principal.deviceId,
       staged: file,
       declaredName: file.originalname,
-      // Busboy says text/plain for a part without Content-Type; the contract treats that as missing.
+      // Busboy says text/plain for a part without Content-Type; the API treats that as missing.
       declaredType: fileTypeDeclared(req) === false ? undefined : file.mimetype,
       fields,
       expectedSha256,

@@ -46,7 +46,7 @@ function boundaryOf(req: IncomingMessage): string | undefined {
 /**
  * multer's `streamHandler`: feeds the body to busboy as multer does, and on the side reads the
  * header block of the part named "file". Busboy reports a part without Content-Type as text/plain,
- * which would hide that the client declared no type at all; the contract then wants the type looked
+ * which would hide that the client declared no type at all; the service then looks the type
  * up from the extension. It also checks that the part's header block, and so its file name, is valid
  * UTF-8. Only header blocks are kept in memory, and the watch ends at that part.
  */

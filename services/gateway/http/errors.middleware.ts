@@ -41,7 +41,7 @@ export function toAppError(err: unknown): AppError {
 }
 
 /**
- * The one error handler: every failure leaves in the contract's shape, never a stack trace. A 503 the
+ * The one error handler: every failure leaves in the API's error shape, never a stack trace. A 503 the
  * service chose to answer (load shedding, a sync timeout, Redis away) is expected under load and is
  * logged at warn without a stack; an unexpected failure, or a database that does not answer, at error.
  */
@@ -87,7 +87,7 @@ function messageOf(body: unknown, status: number): string {
 
 /**
  * For routers the service does not write itself (the bull-board dashboard): rewrites any error they
- * answer into the contract's body, keeping the status. Responses already in that shape pass as they are.
+ * answer into the API's error body, keeping the status. Responses already in that shape pass as they are.
  */
 export const contractErrorBodies: RequestHandler = (_req, res, next) => {
   const send = res.send.bind(res);

@@ -14,7 +14,7 @@ export interface HttpServerOptions {
   stallTimeoutMs?: number;
 }
 
-/** What Node's parser reports, in the contract's terms. Anything unlisted is a malformed request. */
+/** What Node's parser reports, in the API's error codes. Anything unlisted is a malformed request. */
 function clientErrorOf(code: string | undefined): AppError {
   switch (code) {
     case 'HPE_HEADER_OVERFLOW':
@@ -34,7 +34,7 @@ const REASONS: Record<number, string> = { 400: 'Bad Request', 408: 'Request Time
 
 /**
  * Answers what Node's HTTP parser refuses before any route sees it (oversized headers, a request
- * timeout, an unknown method, a malformed request line) with the contract's JSON error body instead
+ * timeout, an unknown method, a malformed request line) with the API's JSON error body instead
  * of Node's bare status line. Like Node's own handler, it writes only while no response has started
  * on the connection, and then closes it.
  */

@@ -22,7 +22,7 @@ function queryInteger(req: Request, name: string, fallback: number, min: number)
 
 export const MAX_PAGE = 1000;
 
-/** Paging as the contract fixes it: limit 1..1000 (larger is clamped), default 50; offset >= 0. */
+/** Paging as the OpenAPI description gives it: limit 1..1000 (larger is clamped), default 50; offset >= 0. */
 export function paging(req: Request): { limit: number; offset: number } {
   const limit = Math.min(queryInteger(req, 'limit', 50, 1), MAX_PAGE);
   const offset = queryInteger(req, 'offset', 0, 0);

@@ -8,7 +8,7 @@ import type { ItemsService } from './items.service';
 
 const SORTS: ReadonlySet<string> = new Set<ChildSort>(['name', 'size', 'updatedAt']);
 
-/** A child as the contract shows it: `size` and `mimeType` for files only. */
+/** A child as the OpenAPI description shows it: `size` and `mimeType` for files only. */
 function toItemView(child: ListedChild) {
   const base = { type: child.type, id: child.id, name: child.name };
   const times = { createdAt: child.createdAt, updatedAt: child.updatedAt };

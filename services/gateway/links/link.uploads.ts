@@ -10,7 +10,7 @@ import type { FilesService } from '../files/files.service';
 import { feedNotingFileType, fileNameIsUtf8, fileTypeDeclared } from '../files/part.headers';
 import type { UploadStaging } from '../uploads/upload.staging';
 
-/** Longest name, in characters (code points), as the contract's names. */
+/** Longest name, in characters (code points), as every resource name (shared/names.ts). */
 const MAX_NAME = 255;
 /** Candidate names asked about per query while looking for a free one. */
 const CANDIDATES_PER_QUERY = 32;

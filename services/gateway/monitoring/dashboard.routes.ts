@@ -59,7 +59,7 @@ export function dashboardRoutes(queues: Queue[], gate: RequestHandler): Router {
   dashboard.disable('x-powered-by');
 
   const router = Router();
-  // Errors of the gate and of bull-board's own API leave in the contract's JSON body.
+  // Errors of the gate and of bull-board's own API leave in the API's JSON error body.
   router.use(DASHBOARD_PATH, labelRoute(DASHBOARD_PATH), contractErrorBodies, gate, localPage, dashboard);
   return router;
 }

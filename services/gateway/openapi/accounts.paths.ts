@@ -68,7 +68,7 @@ export const accountPaths = {
       tags: ['auth'],
       operationId: 'changePassword',
       summary: 'Change the caller’s password',
-      description: 'Existing tokens stay valid (SPEC 5.6).',
+      description: 'Existing tokens stay valid.',
       requestBody: { required: true, content: json(ref('PasswordChange')) },
       responses: {
         '204': { description: 'changed' },

@@ -1,5 +1,5 @@
 /**
- * App passwords (API.md 1.3, "WebDAV for stock clients"), merged into the document by ../openapi.ts.
+ * App passwords (docs/WEBDAV.md, section 1), merged into the document by openapi.document.ts.
  * WebDAV itself, at `/dav/`, is outside `/v1` and is described by RFC 4918 and docs/WEBDAV.md.
  */
 import { errorResponse, ID, json, ref, response, TIMESTAMP } from './common';

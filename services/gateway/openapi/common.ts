@@ -34,7 +34,7 @@ export const errorResponse = (description: string, retryAfter = false) => ({
   content: json(ref('Error')),
 });
 
-/** The 507 of every write that adds bytes (API.md 1.3, Quotas). */
+/** The 507 of every write that adds bytes (docs/ARCHITECTURE.md, "Quotas and usage"). */
 export const quotaExceeded = errorResponse(
   'the write does not fit in the quota even with no version left (QUOTA_EXCEEDED); details: {quotaBytes, usedBytes (before the write), neededBytes}; nothing of it is kept',
 );

@@ -1,6 +1,6 @@
 /**
- * The OpenAPI description of content replacement and digests (API.md, version 1.1, "Revisions and
- * content"), merged into the file paths by files.paths.ts.
+ * The OpenAPI description of content replacement and digests (docs/ARCHITECTURE.md, "Replacing
+ * content, conditions and digests"), merged into the file paths by files.paths.ts.
  */
 
 const ID = { type: 'string', pattern: '^[0-9a-f]{32}$' };

@@ -1,6 +1,6 @@
 /**
- * Quotas and version history (API.md 1.3, "Quotas" and "Version history"), merged into the document
- * by ../openapi.ts.
+ * Quotas and version history (docs/ARCHITECTURE.md, "Quotas and usage" and "Versions"), merged into the
+ * document by openapi.document.ts.
  */
 import { contentHeaders, errorResponse, ID, idParam, json, LIMIT, OFFSET, ok, quotaExceeded, ref, response, TIMESTAMP } from './common';
 

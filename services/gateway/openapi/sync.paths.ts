@@ -8,7 +8,7 @@ export const syncPaths = {
       operationId: 'applySyncOps',
       summary: 'Apply a batch of outbox operations for the token’s device',
       description: [
-        'Ops apply in batch order and stop at the first failing one (SPEC 4.10). Batches of one device apply one at a',
+        'Ops apply in batch order and stop at the first failing one (docs/SYNC-CLIENT.md, section 4). Batches of one device apply one at a',
         'time in the order they were accepted; an op this device already processed is reported as `duplicate`.',
         'The body is parsed without loss: 64-bit opIds are echoed exactly as sent (send them as strings). Retrying a batch is safe.',
         'Every result carries the resource\'s rev after the op; update, move and delete may carry baseRev to apply only while',

@@ -65,7 +65,7 @@ export const syncSchemas = {
       outcome: {
         type: 'string',
         enum: ['applied', 'noop', 'duplicate'],
-        description: '`applied` changed state; `noop` per SPEC 4.10 rules 3-6; `duplicate` this device already processed that opId',
+        description: '`applied` changed state; `noop` nothing to do (docs/SYNC-CLIENT.md, section 4); `duplicate` this device already processed that opId',
       },
     },
   },

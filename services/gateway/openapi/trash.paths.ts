@@ -1,6 +1,6 @@
 /**
- * The trash part of the OpenAPI description (API.md 1.1, "Trash"), merged into the document by
- * ../openapi.ts. It refers to the shared components (File, Folder, Page, the error responses) by name.
+ * The trash part of the OpenAPI description (docs/ARCHITECTURE.md, "The trash"), merged into the
+ * document by openapi.document.ts. It refers to the shared components (File, Folder, Page, the error responses) by name.
  */
 import { ID, json, ref as schema, response } from './common';
 

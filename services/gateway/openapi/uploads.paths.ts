@@ -1,7 +1,7 @@
 import { quotaExceeded } from './common';
 /**
  * /v1/uploads in the OpenAPI description: tus 1.0.0 (core, creation, termination, expiration).
- * Merged into the document by ../openapi.ts.
+ * Merged into the document by openapi.document.ts.
  */
 
 const errorBody = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
@@ -110,7 +110,7 @@ export const uploadPaths = {
             'Upload-Offset': OFFSET,
             'Upload-Length': header('total size', { type: 'integer' }),
             'Upload-Expires': EXPIRES,
-            'Upload-Metadata': header('the contract\'s keys (name, folderId, id, fileId, sha256) as the client sent them; nothing else'),
+            'Upload-Metadata': header('the keys of Upload-Metadata described here (name, folderId, id, fileId, sha256) as the client sent them; nothing else'),
             'Cache-Control': header('no-store'),
           },
         },

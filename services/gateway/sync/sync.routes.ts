@@ -9,7 +9,7 @@ import type { BatchSubmitter } from './batch.submitter';
 import type { PermissionsService } from './permissions.service';
 
 export const MAX_OPS = 1000;
-// 9999-12-31T23:59:59.999Z: the last instant a timestamp column (and the contract's ISO form) can hold.
+// 9999-12-31T23:59:59.999Z: the last instant a timestamp column (and the API's ISO form) can hold.
 const MAX_EPOCH_MS = 253402300799999;
 
 /** Reads the batch envelope, keeping every number as written. Ops themselves are checked by the worker. */

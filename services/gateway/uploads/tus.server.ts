@@ -11,7 +11,7 @@ import { echoedMetadata } from './upload.metadata';
 import type { UploadsService } from './uploads.service';
 
 /**
- * HEAD echoes the upload's metadata (tus requires it), but only the contract's keys as the client
+ * HEAD echoes the upload's metadata (tus requires it), but only the documented keys as the client
  * sent them: never the keys the gateway keeps beside them (owner, conditions).
  */
 function echoClientMetadataOnly(res: http.ServerResponse, metadata: Upload['metadata']): void {
@@ -25,7 +25,7 @@ function echoClientMetadataOnly(res: http.ServerResponse, metadata: Upload['meta
 
 export const UPLOADS_PATH = '/v1/uploads';
 
-/** The contract's code for a status the tus library answers with on its own. */
+/** The API's error code for a status the tus library answers with on its own. */
 const CODE_OF_STATUS: Record<number, string> = {
   400: 'INVALID_REQUEST',
   401: 'UNAUTHORIZED',
@@ -40,7 +40,7 @@ const CODE_OF_STATUS: Record<number, string> = {
   503: 'SERVICE_UNAVAILABLE',
 };
 
-/** Marks a body already in the contract's shape, so `write` leaves it alone. */
+/** Marks a body already in the API's error shape, so `write` leaves it alone. */
 const JSON_ERROR = /^\{"error":\{"code":/;
 
 function errorBody(status: number, text: string, maxUploadBytes: number): string {
@@ -52,7 +52,7 @@ function errorBody(status: number, text: string, maxUploadBytes: number): string
 }
 
 /**
- * @tus/server with every error response in the contract's shape: the library answers some requests
+ * @tus/server with every error response in the API's error shape: the library answers some requests
  * itself (a missing Tus-Resumable header, an offset conflict, an unknown upload) in plain text, and
  * they all leave through `write`.
  */

@@ -37,7 +37,7 @@ const KEYS = {
 } as const;
 
 /**
- * The keys of Upload-Metadata the contract names. They alone are stored from a client's metadata and
+ * The keys of Upload-Metadata the OpenAPI description names. They alone are stored from a client's metadata and
  * echoed back on HEAD; any other key (Uppy's `relativePath`, ...) is accepted and dropped, and the
  * media type stock clients send (`filetype`, `type`) is kept under a server key.
  */
@@ -89,7 +89,7 @@ export function clientMetadata(metadata: Metadata): Record<string, string | null
   return own;
 }
 
-/** What HEAD echoes of an upload's stored metadata: the contract's keys as the client sent them. */
+/** What HEAD echoes of an upload's stored metadata: the documented keys as the client sent them. */
 export function echoedMetadata(metadata: Metadata): Record<string, string | null> {
   const echoed: Record<string, string | null> = {};
   for (const key of CLIENT_KEYS) if (metadata && key in metadata) echoed[key] = metadata[key] ?? null;
@@ -97,7 +97,7 @@ export function echoedMetadata(metadata: Metadata): Record<string, string | null
 }
 
 /**
- * The metadata stored with a new upload: the contract's keys the client sent, its declared media
+ * The metadata stored with a new upload: the documented keys the client sent, its declared media
  * type, the owner and the conditions. Nothing else the client sent is kept.
  */
 export function storedMetadata(metadata: Metadata, owner: Principal, conditions: Preconditions): Record<string, string | null> {

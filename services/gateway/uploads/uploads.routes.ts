@@ -34,7 +34,7 @@ export function uploadRoutes(tus: Server, authenticated: RequestHandler): Router
     if (method === 'OPTIONS') return next();
     if (!allowed.includes(method)) return next(notFound('no such route'));
     return authenticated(req, res, (err?: unknown) => {
-      // The library would take Upload-Defer-Length (501 without the extension); the contract wants the length.
+      // The library would take Upload-Defer-Length (501 without the extension); the service requires the length.
       if (!err && method === 'POST' && req.headers['upload-length'] === undefined) return next(invalid('Upload-Length is required'));
       const metadata = req.headers['upload-metadata'];
       if (!err && method === 'POST' && typeof metadata === 'string' && Buffer.byteLength(metadata, 'latin1') > MAX_METADATA_BYTES) {

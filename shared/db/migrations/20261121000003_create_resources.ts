@@ -10,7 +10,7 @@ const TREE_ID = 'VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin';
  * Generated columns (not expression indexes) so the same DDL runs on MySQL 8 and MariaDB:
  * - parent_key: '' at the root, so the root takes part in the sibling-name unique key.
  * - name_key: the name as bytes; utf8mb4_bin pads trailing spaces, bytes do not, so "a" and "a "
- *   are different names as the contract wants.
+ *   are different names, as the name rules want.
  * - alive: 1 while active, NULL once deleted; NULLs never collide in a unique key, so a
  *   soft-deleted resource does not hold its name.
  */

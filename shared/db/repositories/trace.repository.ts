@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 
-/** The record of one applied outbox operation (SPEC 2.5); its key makes a replay detectable. */
+/** The record of one applied outbox operation; its key makes a replay detectable. */
 export interface OperationTrace {
   deviceId: string;
   /** Decimal string of a signed 64-bit integer. */

@@ -22,7 +22,7 @@ const WRITE_BUFFER = 1024 * 1024;
  * a restart and can be shared by several gateways), with these changes:
  * - it hashes the bytes while PATCHes write them, as long as they arrive in order on this gateway,
  *   so completion need not read the file again, and writes them through a 1 MiB buffer;
- * - it does not advertise creation-defer-length: the contract requires Upload-Length;
+ * - it does not advertise creation-defer-length: the service requires Upload-Length;
  * - its expiry sweep tolerates half-removed uploads (bytes without info or info without bytes).
  */
 export class LocalTusStore extends FileStore implements ResumableDataStore {

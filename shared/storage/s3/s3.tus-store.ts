@@ -34,7 +34,7 @@ const NO_CACHE = { get: async () => undefined, set: async () => undefined, delet
  * What this adds to the library: every key under `<S3_PREFIX>.tus/` (an SDK middleware, since the
  * library has no prefix option); the running SHA-256 while PATCHes arrive in order on this gateway;
  * termination and expiry that abort the multipart upload and leave no object behind, even after a
- * crash between the steps; and no creation-defer-length (the contract requires Upload-Length).
+ * crash between the steps; and no creation-defer-length (the service requires Upload-Length).
  */
 /** What resumable uploads use of the content store's bucket (s3.store.ts provides it). */
 export interface S3Bucket {
