@@ -154,7 +154,9 @@ export const DELTA_MEDIA_TYPE = 'application/vnd.filesync.delta';
 
 /**
  * Delta body records: one byte of kind, then big-endian unsigned 64-bit fields.
+ * `L` count then count x 36 bytes (packChunks), optional and first: the new content's chunk list,
+ * which the service checks instead of cutting the content itself;
  * `C` offset length: copy that range of the base content; `D` length bytes: these new bytes;
  * `E`: the end (required: a body cut short is refused).
  */
-export const DELTA_RECORD = { copy: 0x43, data: 0x44, end: 0x45 } as const;
+export const DELTA_RECORD = { list: 0x4c, copy: 0x43, data: 0x44, end: 0x45 } as const;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { newId } from '../../shared/ids';
-import { chunksOf, DELTA_MEDIA_TYPE, DELTA_RECORD } from '../../shared/protocol/chunking';
+import { chunksOf, DELTA_MEDIA_TYPE, DELTA_RECORD, packChunks, type ContentChunk } from '../../shared/protocol/chunking';
 import type { Api } from '../support/client';
 import { DRIVERS, onDriver, StoredContent } from '../support/drivers';
 import { countRows, expectError, sha256 } from '../support/fixtures';
@@ -11,12 +11,18 @@ import { startStack, type TestStack } from '../support/stack';
  * delta is a normal content replacement, and one that fails leaves nothing behind.
  */
 
-type Record = { copy: [number, number] } | { data: Buffer } | 'end';
+type Record = { copy: [number, number] } | { data: Buffer } | { list: ContentChunk[] } | 'end';
 
 function deltaBody(records: Record[]): Buffer {
   const parts: Buffer[] = [];
   for (const r of records) {
     if (r === 'end') parts.push(Buffer.of(DELTA_RECORD.end));
+    else if ('list' in r) {
+      const head = Buffer.alloc(9);
+      head[0] = DELTA_RECORD.list;
+      head.writeBigUInt64BE(BigInt(r.list.length), 1);
+      parts.push(head, packChunks(r.list));
+    }
     else if ('copy' in r) {
       const head = Buffer.alloc(17);
       head[0] = DELTA_RECORD.copy;
@@ -102,6 +108,44 @@ describe.each(DRIVERS)('delta uploads on the %s driver', (driver) => {
     const versions = await api.get(`/v1/files/${id}/versions`);
     expect(versions.body.items.map((v: { sha256: string }) => v.sha256)).toContain(sha256(base));
     expect((await api.get(`/v1/files/${id}/chunks`)).body.chunks).toEqual(chunksOf(target));
+    expect(await stored.staging()).toEqual([]);
+  });
+
+  test('a delta that carries the new content\'s chunk list: checked, then kept as the content\'s list', async () => {
+    const base = randomBytes(2 * 1024 * 1024);
+    const { id } = await fileWith(base);
+    const target = Buffer.concat([base, randomBytes(70_000)]);
+
+    const res = await sendDelta(
+      id,
+      deltaBody([{ list: chunksOf(target) }, { copy: [0, base.length] }, { data: target.subarray(base.length) }, 'end']),
+      sha256(base),
+      sha256(target),
+    );
+
+    expect(res.status).toBe(200);
+    expect((await content(id)).equals(target)).toBe(true);
+    expect((await api.get(`/v1/files/${id}/chunks`)).body.chunks).toEqual(chunksOf(target));
+  });
+
+  test.each([
+    ['a chunk hash that is not its bytes', (list: ContentChunk[]) => list.map((c, i) => (i === 1 ? { ...c, sha256: sha256('other') } : c))],
+    ['lengths that stop short of the content', (list: ContentChunk[]) => list.slice(0, -1)],
+    ['a chunk below the smallest length', (list: ContentChunk[]) => [{ offset: 0, length: 10, sha256: sha256('x') }, ...list]],
+  ])('a chunk list with %s: 400, the content unchanged, nothing staged', async (_name, spoil) => {
+    const base = randomBytes(1024 * 1024);
+    const { id, rev } = await fileWith(base);
+    const target = Buffer.concat([randomBytes(10), base]);
+
+    const res = await sendDelta(
+      id,
+      deltaBody([{ list: spoil(chunksOf(target)) }, { data: target.subarray(0, 10) }, { copy: [0, base.length] }, 'end']),
+      sha256(base),
+      sha256(target),
+    );
+
+    expectError(res, 400, 'INVALID_REQUEST');
+    expect((await api.get(`/v1/files/${id}`)).body).toMatchObject({ rev, sha256: sha256(base) });
     expect(await stored.staging()).toEqual([]);
   });
 

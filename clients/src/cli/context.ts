@@ -6,6 +6,7 @@ import { UnsafeIdError } from './local.names';
 import type { Reporter } from './output';
 import type { Session } from './session';
 import type { Transfers } from './transfers';
+import { DELTA_THRESHOLD } from './delta.transfers';
 import type { LocalEntry } from './scan';
 import { isRacy, sha256File } from './scan';
 
@@ -95,6 +96,8 @@ export async function localSha(ctx: SyncContext, entry: LocalEntry, base: BaseNo
   // A racy mtime does not vouch for the bytes, except of an empty file: no write keeps it empty and changes it.
   const trusted = base && base.type === 'file' && (!base.racy || entry.size === 0);
   if (trusted && entry.size === base.size && entry.mtimeMs === base.mtimeMs) return base.sha256;
+  // A large file is cut into chunks in the same read, for the delta upload that may follow.
+  if (entry.size >= DELTA_THRESHOLD) return ctx.transfers.readLarge(join(ctx.dir, entry.disk));
   return sha256File(join(ctx.dir, entry.disk));
 }
 

@@ -63,6 +63,16 @@ export class DeltaTransfers {
     private readonly signal: AbortSignal,
   ) {}
 
+  /** Large files read this run, by path: what their bytes were when read. */
+  private readonly read_ = new Map<string, { chunks: ContentChunk[]; sha256: string; size: number }>();
+
+  /** Reads a large file once for its SHA-256 and its chunks; a delta upload of the same bytes reuses them. */
+  async read(full: string): Promise<string> {
+    const got = await chunkFile(full, this.signal);
+    this.read_.set(full, got);
+    return got.sha256;
+  }
+
   /** The chunk list of the base `sha256`: kept by the journal, else the service's while it still holds that content. */
   private async baseList(id: string, sha256: string): Promise<ContentChunk[] | undefined> {
     const kept = this.journal.chunkList(sha256);
@@ -76,14 +86,17 @@ export class DeltaTransfers {
     try {
       const base = await this.baseList(input.id, input.ifMatch);
       if (!base) return undefined;
-      const local = await chunkFile(input.full, this.signal);
-      // Changed again since the scan: the whole upload (and its digest check) deals with it.
+      const kept = this.read_.get(input.full);
+      this.read_.delete(input.full);
+      const local = kept?.sha256 === input.sha256 ? kept : await chunkFile(input.full, this.signal);
+      // Changed again since the scan: the whole upload (and its digest check) deals with it. The body
+      // below reads the file again; bytes changed meanwhile fail the service's digest check.
       if (local.sha256 !== input.sha256) return undefined;
       const plan = planDelta(base, local.chunks);
       if (plan.dataBytes > local.size * WORTHWHILE) return undefined;
       const file = await this.session.authed(() =>
         uploadDelta(this.session.client, input.id, {
-          body: deltaBody(plan.steps, (offset, length) => fileRange(input.full, offset, length)),
+          body: deltaBody(plan.steps, (offset, length) => fileRange(input.full, offset, length), local.chunks),
           ifMatch: input.ifMatch,
           sha256: input.sha256,
           signal: this.signal,

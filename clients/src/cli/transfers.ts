@@ -34,6 +34,11 @@ export class Transfers {
     this.bulk = new BulkTransfers(dir, session, signal);
   }
 
+  /** The SHA-256 of a large local file, cut into chunks in the same read for a delta upload. */
+  readLarge(full: string): Promise<string> {
+    return this.delta.read(full);
+  }
+
   /** ` (delta: ...)` for the action line of a file that travelled as changes, else empty. */
   deltaNote(id: string): string {
     const note = this.notes.get(id);

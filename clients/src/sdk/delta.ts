@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type * as P from '../../../shared/protocol';
-import { DELTA_MEDIA_TYPE, DELTA_RECORD, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
+import { DELTA_MEDIA_TYPE, DELTA_RECORD, packChunks, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
 import type { FilesyncClient } from './client';
 import { readJson } from './http';
 
@@ -36,10 +36,23 @@ export function planDelta(base: ContentChunk[], target: ContentChunk[]): { steps
 }
 
 /**
- * A delta body (docs/SYNC-CLIENT.md): the records of `steps`, with the new bytes read by `read`
- * (offset and length in the new content) as the body is sent, then the end record.
+ * A delta body (docs/SYNC-CLIENT.md): the chunk list when given, the records of `steps`, with the
+ * new bytes read by `read` (offset and length in the new content) as the body is sent, then the end
+ * record.
  */
-export async function* deltaBody(steps: DeltaStep[], read: (offset: number, length: number) => AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+export async function* deltaBody(
+  steps: DeltaStep[],
+  read: (offset: number, length: number) => AsyncIterable<Uint8Array>,
+  /** The new content's chunk list: sent first, the service checks it rather than cutting the content again. */
+  chunks?: ContentChunk[],
+): AsyncGenerator<Uint8Array> {
+  if (chunks) {
+    const head = Buffer.alloc(9);
+    head[0] = DELTA_RECORD.list;
+    head.writeBigUInt64BE(BigInt(chunks.length), 1);
+    yield head;
+    yield packChunks(chunks);
+  }
   for (const s of steps) {
     if (s.kind === 'copy') {
       const head = Buffer.alloc(17);

@@ -3,6 +3,7 @@ import { invalid } from '../../../shared/errors';
 import { ContentChunker, DELTA_RECORD, type ContentChunk } from '../../../shared/protocol/chunking';
 import type { ByteRange } from '../../../shared/storage/content.store';
 import { BodyReader } from '../http/body.reader';
+import { ChunkListVerifier } from './chunk-list.verifier';
 
 /** The base content a delta copies from: its size and a way to read a range of it. */
 export interface DeltaBase {
@@ -33,15 +34,24 @@ export interface AssemblyReport {
  * fails and keeps nothing. The pieces are also cut into chunks, so the new content's chunk list is
  * known once its bytes are.
  */
-export async function* assembleDelta(body: AsyncIterable<Buffer>, base: DeltaBase, report: AssemblyReport): AsyncGenerator<Buffer> {
+export async function* assembleDelta(body: AsyncIterable<Buffer>, base: DeltaBase, report: AssemblyReport, maxBytes: number): AsyncGenerator<Buffer> {
   const reader = new BodyReader(body[Symbol.asyncIterator]());
   const chunker = new ContentChunker();
+  let verifier: ChunkListVerifier | undefined;
   let copies = 0;
   let pending: ByteRange | undefined;
   const emit = function* (piece: Buffer) {
-    report.chunks.push(...chunker.update(piece));
+    if (verifier) verifier.update(piece);
+    else report.chunks.push(...chunker.update(piece));
     yield piece;
   };
+  let kind = (await reader.exact(1))[0];
+  if (kind === DELTA_RECORD.list) {
+    const count = uint64(await reader.exact(8), 0);
+    if (count > ChunkListVerifier.maxChunks(maxBytes)) throw invalid('the chunk list is longer than any content this service takes');
+    verifier = new ChunkListVerifier(await reader.exact(count * 36));
+    kind = (await reader.exact(1))[0];
+  }
   const flushCopy = async function* () {
     if (!pending) return;
     const range = pending;
@@ -51,8 +61,7 @@ export async function* assembleDelta(body: AsyncIterable<Buffer>, base: DeltaBas
     const stream = await base.read(range);
     for await (const piece of stream as AsyncIterable<Buffer>) yield* emit(piece);
   };
-  for (;;) {
-    const kind = (await reader.exact(1))[0];
+  for (; ; kind = (await reader.exact(1))[0]) {
     if (kind === DELTA_RECORD.end) break;
     if (kind === DELTA_RECORD.copy) {
       const fields = await reader.exact(16);
@@ -77,5 +86,5 @@ export async function* assembleDelta(body: AsyncIterable<Buffer>, base: DeltaBas
   }
   yield* flushCopy();
   if (!(await reader.atEnd())) throw invalid('the delta body goes on after its end record');
-  report.chunks.push(...chunker.finish());
+  report.chunks.push(...(verifier ? verifier.finish() : chunker.finish()));
 }

@@ -48,7 +48,7 @@ export class DeltaService {
     const conditions = { ifMatch: input.ifMatch };
     const file = await this.content.checkBeforeUpload(input.userId, input.fileId, conditions);
     const report: AssemblyReport = { chunks: [], copiedBytes: 0, literalBytes: 0 };
-    const staged = await this.store.stage(Readable.from(assembleDelta(input.body, this.baseOf(file), report)), {
+    const staged = await this.store.stage(Readable.from(assembleDelta(input.body, this.baseOf(file), report, this.maxUploadBytes)), {
       maxBytes: this.maxUploadBytes,
     });
     const record = await this.content.replaceContent({
