@@ -8,7 +8,7 @@ import { startStack, type TestStack } from '../support/stack';
 import { readTree, runCli, sha256, tempDir } from './cli.support';
 
 /**
- * CLIENT.md guarantee 4 (docs/CLIENT.md "What it keeps"): a download is placed in DIR only once its
+ * docs/CLIENT.md guarantee 4 ("What it keeps, and starting over"): a download is placed in DIR only once its
  * SHA-256 is the one the service announced, whatever the response carries. A forwarding proxy in
  * front of the real gateway plays the two cases the gateway alone does not: content served from the
  * store by a 302 to a presigned URL on another origin (S3_DOWNLOADS=redirect, docs/SYNC-CLIENT.md), with the

@@ -1,6 +1,6 @@
 import { isSafeId, localNameProblem } from '../../clients/src/cli/local.names';
 
-/** CLIENT.md guarantee 6 (docs/CLIENT.md "Names"): what a local file system can hold, per platform. */
+/** docs/CLIENT.md guarantee 6 ("Names"): what a local file system can hold, per platform. */
 const linux = { platform: 'linux' as const, caseInsensitive: false };
 const mac = { platform: 'darwin' as const, caseInsensitive: true };
 const windows = { platform: 'win32' as const, caseInsensitive: true };

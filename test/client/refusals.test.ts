@@ -8,7 +8,7 @@ import { startStack, type TestStack } from '../support/stack';
 import { readTree, runCli, sha256, sorted, tempDir } from './cli.support';
 
 /**
- * CLIENT.md guarantee 6 (docs/CLIENT.md "Names"), its local half: server names this disk cannot hold
+ * docs/CLIENT.md guarantee 6 ("Names"), its local half: server names this disk cannot hold
  * and ids that are not ids are reported and left on the server, never written elsewhere; and what
  * `--once` says about content it could not send. The service refuses uploads over 64 KiB here.
  * Names the service itself refuses (`..`, `/`, NUL) reach the client only through a forwarding proxy

@@ -8,7 +8,7 @@ import { startStack, type TestStack } from '../support/stack';
 import { readTree, runCli, tempDir } from './cli.support';
 
 /**
- * CLIENT.md guarantee 9 (docs/CLIENT.md "Signing in"): a first run that cannot sign in binds DIR to
+ * docs/CLIENT.md guarantee 9 ("First run and signing in"): a first run that cannot sign in binds DIR to
  * nothing; a DIR synced with one account and server refuses another. The "wrong server" is a second
  * HTTP service that registers devices but knows no account, as another filesync service would.
  */
