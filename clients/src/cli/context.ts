@@ -52,7 +52,7 @@ const NAME_ERRORS = new Set(['ENAMETOOLONG', 'EILSEQ', 'EINVAL', 'ERR_INVALID_AR
  * One entry that failed on its own (a file-system error, a request refused for that resource) is
  * reported as `skipped: <path>: <why>` and the pass goes on with the rest; answers false for errors
  * that end the pass (aborted, signed out, the service failing or out of reach). A name the disk
- * cannot hold leaves `--once` at exit 0 (CLIENT.md guarantee 6 in docs/CLIENT.md); anything else left
+ * cannot hold leaves `--once` at exit 0 (docs/CLIENT.md guarantee 6); anything else left
  * unapplied makes it exit 1. A resource gone or changed since the pull is settled by the next pass.
  */
 export function skipFailed(ctx: SyncContext, path: string, err: unknown): boolean {
