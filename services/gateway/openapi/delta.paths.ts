@@ -68,8 +68,10 @@ export const deltaPaths = {
       summary: 'Replace a file’s content by sending only what changed',
       description: [
         'The body (`application/vnd.filesync.delta`) describes the new content as records, each one byte of kind then',
-        'big-endian unsigned 64-bit fields: `C` offset length (copy that range of the current content), `D` length then',
-        'that many bytes (new bytes), and `E` (the end, required). The service assembles the content in its staging,',
+        'big-endian unsigned 64-bit fields: optionally first `L` count then count x 36 bytes (the new content’s chunk list,',
+        '4 bytes of length and 32 of SHA-256 per chunk, checked against the bytes and kept as the content’s list), `C` offset',
+        'length (copy that range of the current content), `D` length then that many bytes (new bytes), and `E` (the end,',
+        'required). The service assembles the content in its staging,',
         'checks its SHA-256 against `Repr-Digest`, and commits it exactly as `PUT /v1/files/{id}/content` would: `rev` + 1,',
         'the replaced content kept as a version, quota, the change feed. Any failure keeps nothing.',
         'The answer carries `Filesync-Delta-Copied` and `Filesync-Delta-Literal`: bytes taken from the base and sent.',
@@ -82,7 +84,7 @@ export const deltaPaths = {
       requestBody: { required: true, content: { 'application/vnd.filesync.delta': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } },
       responses: {
         '200': { description: 'the file with its new content', content: json({ $ref: '#/components/schemas/File' }) },
-        '400': error('no If-Match or Repr-Digest, a malformed or truncated body, a copy outside the base, more than 10,000 separate copies, or a content whose SHA-256 is not the declared one (INVALID_REQUEST)'),
+        '400': error('no If-Match or Repr-Digest, a malformed or truncated body, a chunk list that is not true of the content, a copy outside the base, more than 10,000 separate copies, or a content whose SHA-256 is not the declared one (INVALID_REQUEST)'),
         '401': { $ref: '#/components/responses/Unauthorized' },
         '404': error('a folder, or an id that is malformed, absent, deleted or another user’s (NOT_FOUND)'),
         '412': { $ref: '#/components/responses/ContentConflict' },
