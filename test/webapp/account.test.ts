@@ -139,6 +139,38 @@ test('a file over 8 MiB goes through the resumable endpoint and resumes after it
   expect(found.body.items[0]).toMatchObject({ size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') });
 });
 
+test('after a reload, choosing the same file again resumes its upload where the service has it', async () => {
+  const bytes = Buffer.alloc(12 * 1024 * 1024, 3);
+  const half = 5 * 1024 * 1024;
+  let cut = false;
+  let reached = () => undefined as void;
+  const halfway = new Promise<void>((resolve) => (reached = resolve));
+  const offsets: string[] = [];
+  await page.route('**/v1/uploads**', async (route) => {
+    const request = route.request();
+    if (cut) return route.abort('connectionreset');
+    if (request.method() !== 'PATCH') return route.continue();
+    // The first transfer reaches the service halfway, then the network dies.
+    cut = true;
+    await route.fetch({ postData: request.postDataBuffer()!.subarray(0, half) });
+    await route.abort('connectionreset');
+    reached();
+  });
+  const file = { name: 'resumed.bin', mimeType: 'application/octet-stream', buffer: bytes };
+  await page.getByLabel('Upload files').setInputFiles([file]);
+  await halfway;
+  await page.reload();
+  await page.unroute('**/v1/uploads**');
+  page.on('request', (r) => {
+    if (r.method() === 'PATCH' && r.url().includes('/v1/uploads/')) offsets.push(r.headers()['upload-offset'] ?? '');
+  });
+  await page.getByLabel('Upload files').setInputFiles([file]);
+  await page.getByRole('link', { name: 'resumed.bin', exact: true }).waitFor({ timeout: 20_000 });
+  expect(offsets[0]).toBe(String(half));
+  const found = await api.get('/v1/files/search?q=resumed.bin');
+  expect(found.body.items[0]).toMatchObject({ size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') });
+});
+
 test('account shows storage used in words and changes the password', async () => {
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Account' }).click();
   const meter = page.getByRole('meter', { name: 'Storage used' });

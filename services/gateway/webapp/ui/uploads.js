@@ -112,6 +112,7 @@ async function sendResumable(upload) {
       chunkSize: 64 * 1024 * 1024,
       retryDelays: [0, 1000, 3000, 5000, 10000, 20000],
       storeFingerprintForResuming: true,
+      fingerprint: (file) => fingerprint(/** @type {File} */ (file), upload.folderId),
       removeFingerprintOnSuccess: true,
       onProgress: (sent, total) => {
         upload.progress.value = total ? sent / total : 0;
@@ -144,6 +145,24 @@ async function sendResumable(upload) {
       tus.start();
     }, () => tus.start());
   });
+}
+
+const SAMPLE = 1024 * 1024;
+
+/**
+ * What identifies an unfinished upload to resume: the folder, the file's name, type and size, and a
+ * digest of its first and last MiB, so the same file chosen again after a reload resumes even when the
+ * browser reports another modification time, and another file of the same name and size does not.
+ * Without WebCrypto (a page not served over https or from localhost) the modification time stands in.
+ * @param {File} file @param {string} folderId
+ */
+async function fingerprint(file, folderId) {
+  const base = ['filesync-tus', folderId, file.name, file.type, file.size].join('/');
+  if (!crypto.subtle) return `${base}/${file.lastModified}`;
+  const head = file.slice(0, SAMPLE);
+  const tail = file.size > SAMPLE ? file.slice(Math.max(SAMPLE, file.size - SAMPLE)) : new Blob();
+  const digest = await crypto.subtle.digest('SHA-256', await new Blob([head, tail]).arrayBuffer());
+  return `${base}/${Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('')}`;
 }
 
 /** Uploads files into a folder. @param {File[]} files @param {string} folderId */
