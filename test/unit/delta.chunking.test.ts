@@ -31,3 +31,29 @@ test('an insertion, an overwrite or an append costs about its size, not the file
 test('a packed list unpacks to the same chunks', () => {
   expect(unpackChunks(packChunks(all))).toEqual(all);
 });
+
+describe('cutting a file against the chunk list of its earlier content', () => {
+  const { chunkFileAgainst } = require('../../clients/src/cli/chunk.reuse') as typeof import('../../clients/src/cli/chunk.reuse');
+  const os = require('node:os') as typeof import('node:os');
+  const fs = require('node:fs') as typeof import('node:fs');
+  const path = require('node:path') as typeof import('node:path');
+  const { createHash } = require('node:crypto') as typeof import('node:crypto');
+  const overwritten = Buffer.from(data);
+  randomBytes(1024 * 1024).copy(overwritten, 3_333_333);
+  test.each([
+    ['unchanged', data],
+    ['100 bytes inserted at the start', Buffer.concat([randomBytes(100), data])],
+    ['1 MiB overwritten in the middle', overwritten],
+    ['1 MiB appended', Buffer.concat([data, randomBytes(1024 * 1024)])],
+    ['cut short', data.subarray(0, 5_000_000)],
+    ['10 bytes deleted and 1 MiB inserted', Buffer.concat([data.subarray(0, 2_000_000), randomBytes(1024 * 1024), data.subarray(2_000_010)])],
+    ['all new', randomBytes(3 * 1024 * 1024)],
+  ])('%s: the same chunks and digest as cutting the whole file', async (_name, content) => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'chunks-')), 'f');
+    fs.writeFileSync(file, content);
+    const got = await chunkFileAgainst(file, all);
+    expect(got.chunks).toEqual(chunksOf(content));
+    expect(got.sha256).toBe(createHash('sha256').update(content).digest('hex'));
+    expect(got.size).toBe(content.length);
+  });
+});

@@ -6,6 +6,7 @@ import { ContentChunker, type ChunkList, type ContentChunk } from '../../../shar
 import { deltaBody, fetchChunkList, fetchRange, planDelta, uploadDelta } from '../sdk/delta';
 import { AbortedError, ApiError } from '../sdk/errors';
 import type { Journal } from './journal';
+import { chunkFileAgainst } from './chunk.reuse';
 import type { Session } from './session';
 
 /**
@@ -66,9 +67,15 @@ export class DeltaTransfers {
   /** Large files read this run, by path: what their bytes were when read. */
   private readonly read_ = new Map<string, { chunks: ContentChunk[]; sha256: string; size: number }>();
 
+  /** Cuts a local file, against the kept chunk list of its base when there is one (only the changes are cut then). */
+  private cut(full: string, baseSha256: string | undefined, hint?: ContentChunk[]) {
+    const base = hint ?? (baseSha256 ? this.journal.chunkList(baseSha256) : undefined);
+    return base?.length ? chunkFileAgainst(full, base) : chunkFile(full, this.signal);
+  }
+
   /** Reads a large file once for its SHA-256 and its chunks; a delta upload of the same bytes reuses them. */
-  async read(full: string): Promise<string> {
-    const got = await chunkFile(full, this.signal);
+  async read(full: string, baseSha256?: string): Promise<string> {
+    const got = await this.cut(full, baseSha256);
     this.read_.set(full, got);
     return got.sha256;
   }
@@ -88,7 +95,7 @@ export class DeltaTransfers {
       if (!base) return undefined;
       const kept = this.read_.get(input.full);
       this.read_.delete(input.full);
-      const local = kept?.sha256 === input.sha256 ? kept : await chunkFile(input.full, this.signal);
+      const local = kept?.sha256 === input.sha256 ? kept : await this.cut(input.full, undefined, base);
       // Changed again since the scan: the whole upload (and its digest check) deals with it. The body
       // below reads the file again; bytes changed meanwhile fail the service's digest check.
       if (local.sha256 !== input.sha256) return undefined;
@@ -124,7 +131,8 @@ export class DeltaTransfers {
     if (input.size < DELTA_THRESHOLD) return undefined;
     try {
       const list = await this.session.authed(() => fetchChunkList(this.session.client, input.id, this.signal));
-      const base = this.journal.chunkList(input.baseSha256) ?? (await chunkFile(input.basePath, this.signal)).chunks;
+      // Without a kept list, the local base is cut against the new one: only around the changes.
+      const base = this.journal.chunkList(input.baseSha256) ?? (await chunkFileAgainst(input.basePath, list.chunks)).chunks;
       const plan = planDelta(base, list.chunks);
       if (plan.dataBytes > list.size * WORTHWHILE) return undefined;
       const moved = await this.assemble(input.id, list, plan.steps, input.basePath, tmp, progress);

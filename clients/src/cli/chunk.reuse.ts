@@ -1,0 +1,66 @@
+import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import { CHUNKING, ContentChunker, type ContentChunk } from '../../../shared/protocol/chunking';
+
+/**
+ * The chunks of a file on disk and the SHA-256 of the whole, given the chunk list of an earlier
+ * content of it: exactly what cutting the whole file gives, at the cost of SHA-256 over the bytes a
+ * base chunk still covers and of cutting only around the changes. A cut depends only on the bytes
+ * from its chunk's start, so bytes equal to a base chunk, starting where a chunk starts, are that
+ * chunk again; the base's last chunk, which ended with its content rather than at a cut, counts only
+ * at the end of the file. After a changed region, a cut chunk equal to a base chunk gives the shift
+ * from which base chunks are expected again.
+ */
+export async function chunkFileAgainst(path: string, base: ContentChunk[]): Promise<{ chunks: ContentChunk[]; sha256: string; size: number }> {
+  const fd = await fs.open(path, 'r');
+  try {
+    const size = (await fd.stat()).size;
+    const byStart = new Map<number, ContentChunk>();
+    const byHash = new Map<string, ContentChunk>();
+    base.forEach((c, i) => {
+      if (i < base.length - 1) byStart.set(c.offset, c);
+      byHash.set(`${c.sha256}:${c.length}`, c);
+    });
+    const last = base[base.length - 1];
+    const whole = createHash('sha256');
+    const chunks: ContentChunk[] = [];
+    const buf = Buffer.allocUnsafe(CHUNKING.maxBytes);
+    const readAt = async (offset: number, length: number) => {
+      let got = 0;
+      while (got < length) {
+        const { bytesRead } = await fd.read(buf, got, length - got, offset + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return buf.subarray(0, got);
+    };
+    let shift = 0;
+    for (let at = 0; at < size; ) {
+      let expected = byStart.get(at - shift);
+      if (!expected && last && last.offset === at - shift && at + last.length === size) expected = last;
+      if (expected && at + expected.length <= size) {
+        const bytes = await readAt(at, expected.length);
+        const sha256 = createHash('sha256').update(bytes).digest('hex');
+        if (sha256 === expected.sha256) {
+          whole.update(bytes);
+          chunks.push({ offset: at, length: bytes.length, sha256 });
+          at += bytes.length;
+          continue;
+        }
+      }
+      // Cut one chunk here: it ends within CHUNKING.maxBytes, or with the file.
+      const bytes = await readAt(at, Math.min(CHUNKING.maxBytes, size - at));
+      const chunker = new ContentChunker();
+      const cut = chunker.update(bytes)[0] ?? chunker.finish()[0]!;
+      whole.update(bytes.subarray(0, cut.length));
+      const chunk = { offset: at, length: cut.length, sha256: cut.sha256 };
+      chunks.push(chunk);
+      const same = byHash.get(`${chunk.sha256}:${chunk.length}`);
+      if (same) shift = chunk.offset - same.offset;
+      at += cut.length;
+    }
+    return { chunks, sha256: whole.digest('hex'), size };
+  } finally {
+    await fd.close();
+  }
+}
