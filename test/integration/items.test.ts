@@ -80,7 +80,7 @@ test('a subfolder lists its own children; deleted children are gone', async () =
   expect(res.body.total).toBe(2);
 });
 
-test('a file id, an unknown or another user\'s folder answer 404; bad parameters 400', async () => {
+test('a file id, a malformed id, an unknown or another user\'s folder answer 404; bad parameters 400', async () => {
   const file = await upload('plain.txt', 'p');
   expect((await api.get(`/v1/items?folderId=${file}`)).status).toBe(404);
   expect((await api.get(`/v1/items?folderId=${hex(0xdead)}`)).status).toBe(404);
@@ -92,6 +92,10 @@ test('a file id, an unknown or another user\'s folder answer 404; bad parameters
   expect((await api.get('/v1/items?sort=created')).status).toBe(400);
   expect((await api.get('/v1/items?order=up')).status).toBe(400);
   expect((await api.get('/v1/items?limit=0')).status).toBe(400);
-  expect((await api.get('/v1/items?folderId=nothex')).status).toBe(400);
+  for (const malformed of ['nothex', 'A'.repeat(32), '%2e%2e']) {
+    const bad = await api.get(`/v1/items?folderId=${malformed}`);
+    expect(bad.status).toBe(404);
+    expect(bad.body.error.code).toBe('NOT_FOUND');
+  }
   expect((await new Api(stack.gateway.baseUrl).get('/v1/items')).status).toBe(401);
 });

@@ -20,7 +20,8 @@ export function itemRoutes(items: ItemsService, authenticated: ReturnType<typeof
 
   router.get('/items', authenticated, async (req, res) => {
     const { limit, offset } = paging(req);
-    const folderId = optionalResourceId(queryString(req, 'folderId'), 'folderId');
+    // Any folderId that is not an active folder of the caller, a malformed one included, is a 404 (docs/WEBAPP.md).
+    const folderId = queryString(req, 'folderId') || null;
     const sort = queryString(req, 'sort') ?? 'name';
     if (!SORTS.has(sort)) throw invalid('sort must be name, size or updatedAt', { field: 'sort' });
     const order = queryString(req, 'order') ?? 'asc';

@@ -1,4 +1,5 @@
 import { notFound } from '../../../shared/errors';
+import { isId } from '../../../shared/ids';
 import type { ChildSort, ListedChild, ListingRepository } from '../../../shared/db/repositories/listing.repository';
 import type { PageResult } from '../../../shared/db/repositories/resource.record';
 import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
@@ -19,7 +20,7 @@ export class ItemsService {
   ) {}
 
   async children(userId: string, q: ChildrenQuery): Promise<PageResult<ListedChild>> {
-    if (q.folderId !== null && !(await this.resources.findActive(userId, q.folderId, 'folder'))) throw notFound('no such folder');
+    if (q.folderId !== null && !(isId(q.folderId) && (await this.resources.findActive(userId, q.folderId, 'folder')))) throw notFound('no such folder');
     return this.listing.listChildren(userId, q.folderId, q.sort, q.descending, q.limit, q.offset);
   }
 

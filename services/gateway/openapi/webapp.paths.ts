@@ -145,7 +145,7 @@ export const webAppPaths = {
       ].join(' '),
       security: both,
       parameters: [
-        { name: 'folderId', in: 'query', description: 'the folder; absent or empty: the root', schema: { anyOf: [ID, { const: '' }] } },
+        { name: 'folderId', in: 'query', description: 'the folder; absent or empty: the root; any other value that is not an active folder of the caller (a malformed one included): 404', schema: { type: 'string' } },
         { name: 'sort', in: 'query', schema: { enum: ['name', 'size', 'updatedAt'], default: 'name' } },
         { name: 'order', in: 'query', schema: { enum: ['asc', 'desc'], default: 'asc' } },
         LIMIT,
@@ -155,7 +155,7 @@ export const webAppPaths = {
         '200': ok('one page of children', ref('ItemPage')),
         '400': response('BadRequest'),
         '401': response('Unauthorized'),
-        '404': errorResponse('not an active folder of the caller (NOT_FOUND)'),
+        '404': errorResponse('folderId is not an active folder of the caller, or is malformed (NOT_FOUND)'),
         '503': response('Unavailable'),
       },
     },
