@@ -37,6 +37,8 @@ export interface Config {
   readonly syncLockMs: number;
   readonly syncBatchDeadlineMs: number;
   readonly syncLockWaitS: number;
+  /** Thumbnail jobs a worker runs at once, each on one core (THUMBNAIL_CONCURRENCY). */
+  readonly thumbnailConcurrency: number;
   /** One user's writes holding a database connection at once, per gateway and per worker process. */
   readonly userWriteConcurrency: number;
   /** How long a gateway holds a user's write over that bound before 503 (USER_WRITE_WAIT_MS). */
@@ -259,6 +261,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, reader: ConfigR
     userWriteWaitMs: value.USER_WRITE_WAIT_MS,
     publicUrl: value.PUBLIC_URL === undefined ? undefined : String(value.PUBLIC_URL).replace(/\/+$/, ''),
     linkTransfersPerOwner: value.LINK_TRANSFERS_PER_OWNER,
+    thumbnailConcurrency: value.THUMBNAIL_CONCURRENCY,
     queuePrefix: value.QUEUE_PREFIX,
     logLevel: value.LOG_LEVEL,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,

@@ -99,6 +99,11 @@ import { VersionsService } from './versions/versions.service';
 
 export interface GatewayDeps {
   config: Config;
+import { ThumbnailRepository } from '../../shared/thumbnails/thumbnail.repository';
+import { ThumbnailRequests } from '../../shared/thumbnails/thumbnail.requests';
+import type { ThumbnailJobData, ThumbnailJobResult } from '../../shared/queue/thumbnail.contract';
+import { thumbnailRoutes } from './thumbnails/thumbnail.routes';
+import { ThumbnailService } from './thumbnails/thumbnail.service';
   jwtSecret: string;
   db: Db;
   sync: BatchSubmitter;
@@ -109,6 +114,8 @@ export interface GatewayDeps {
   /** The content store; by default the one the configuration names. */
   store?: ContentStore;
 }
+  /** Where committed images ask for their thumbnails (also on the dashboard); none: no thumbnails are made. */
+  thumbnailQueue?: Queue<ThumbnailJobData, ThumbnailJobResult>;
 
 export interface Gateway {
   app: Express;
@@ -142,7 +149,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // One user's writes wait for that user's lock; at most userWriteConcurrency of them hold a connection.
   const writeSlots = new UserSlots(config.userWriteConcurrency);
   const owners = new OwnerTransactions(db, deps.changes, userWriteGate(writeSlots, config.userWriteWaitMs));
-  const writer = new ContentWriter(owners, store, logger);
+  const thumbnailRequests = deps.thumbnailQueue ? new ThumbnailRequests(deps.thumbnailQueue, logger) : undefined;
+  const writer = new ContentWriter(owners, store, logger, thumbnailRequests?.committed);
   const metrics = new GatewayMetrics(sync.queues);
   const usageRepo = new UsageRepository(db);
   const usage = new UsageService(usageRepo, users);
@@ -244,7 +252,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.use(healthRoutes(new ReadinessService(db, sync, store)));
   app.use(metricsRoutes(metrics.registry));
   app.use(docsRoutes());
-  app.use(dashboardRoutes([...sync.queues, ...(deps.maintenanceQueues ?? [])], adminGate.middleware()));
+  app.use(dashboardRoutes([...sync.queues, ...(deps.maintenanceQueues ?? []), ...(deps.thumbnailQueue ? [deps.thumbnailQueue] : [])], adminGate.middleware()));
 
   // WebDAV bodies are raw content or XML, read by its own handlers: it comes before any body parser.
   app.use(DAV_MOUNT, davRouter(davAuth, { tree: davTree, locks: davLocks, dav, quota: davQuota }, logger));
@@ -273,6 +281,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
   v1.use(trashRoutes(trash, authenticated));
   v1.use(versionRoutes(versions, store, authenticated));
+  v1.use(thumbnailRoutes(new ThumbnailService(resources, new ThumbnailRepository(db), store, thumbnailRequests), authenticated));
   v1.use(appPasswordRoutes(appPasswords, authenticated));
   v1.use(linkRoutes(links, config.publicUrl, authenticated));
   app.use('/v1', v1);

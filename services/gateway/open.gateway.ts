@@ -6,6 +6,7 @@ import { ContentRepository } from '../../shared/db/repositories/content.reposito
 import type { Db } from '../../shared/db/knex';
 import type { Logger } from '../../shared/logger';
 import { openMaintenanceQueue } from '../../shared/queue/maintenance.contract';
+import { openThumbnailQueue } from '../../shared/queue/thumbnail.contract';
 import type { ContentStore } from '../../shared/storage/content.store';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { claimStore } from '../../shared/content/store.identity';
@@ -48,7 +49,7 @@ export interface OpenGateway extends Omit<Gateway, 'close'> {
 
 /**
  * The gateway as main.ts runs it, listening: the store claimed for this database, the batch submitter,
- * the change hub, the maintenance queue, the routes, the initial administrator. The test harness opens
+ * the change hub, the maintenance and thumbnail queues, the routes, the initial administrator. The test harness opens
  * it here too, so whatever is wired here reaches the tests.
  */
 export async function openGateway(options: GatewayOptions): Promise<OpenGateway> {
@@ -64,7 +65,8 @@ export async function openGateway(options: GatewayOptions): Promise<OpenGateway>
     everyMs: FEED_RECHECK_MS,
   });
   const maintenance = openMaintenanceQueue(config, config.queuePrefix);
-  const gateway = buildGateway({ config, jwtSecret, db, sync, changes, logger, maintenanceQueues: [maintenance], store });
+  const thumbnails = openThumbnailQueue(config, config.queuePrefix);
+  const gateway = buildGateway({ config, jwtSecret, db, sync, changes, logger, maintenanceQueues: [maintenance], thumbnailQueue: thumbnails, store });
   const { hasher, storage } = gateway;
   if ((await ensureInitialAdmin(config, db, hasher)) === 'created') logger.info('initial administrator created');
   await Promise.all([hasher.warmUp(), sync.ready(), changes.ready(), gateway.uploads.ready(), gateway.principals.ready(), storage.sweep(STALE_STAGING_MS)]);
@@ -86,7 +88,7 @@ export async function openGateway(options: GatewayOptions): Promise<OpenGateway>
       const [, outcome] = await Promise.all([changes.close(), graceful.close(deadlineMs)]);
       // Uploads cut by the deadline may still be writing their staging files; none may stay behind.
       const unfinishedUploads = await storage.removeInFlight();
-      await Promise.allSettled([sync.close(), maintenance.close(), gateway.close()]);
+      await Promise.allSettled([sync.close(), maintenance.close(), thumbnails.close(), gateway.close()]);
       return { outcome, unfinishedUploads };
     },
   };

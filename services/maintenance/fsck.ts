@@ -2,6 +2,7 @@ import type { ContentHolder, ContentRepository } from '../../shared/db/repositor
 import { NO_DEVICE, type OwnerTransactions } from '../../shared/db/owner.transaction';
 import type { UsageDifference, UsageRepository } from '../../shared/quota/usage.repository';
 import { isStagingKey, type ContentStore } from '../../shared/storage/content.store';
+import { isThumbnailKey } from '../../shared/thumbnails/thumbnail.sizes';
 import { claimStoreKnowingly, readIdentity } from '../../shared/content/store.identity';
 import { checkUsage } from '../../shared/quota/usage.check';
 import type { DerivedRepair, RepairReport } from '../../shared/db/derived/derived.repair';
@@ -133,6 +134,8 @@ export class Fsck {
       batch = [];
     };
     for await (const file of this.store.walk()) {
+      // Thumbnails are no file's content: the thumbnail sweep removes those of digests that are gone.
+      if (isThumbnailKey(file.key)) continue;
       report.files++;
       // A content key is dated from its placing (ContentStore.place), so bytes received long ago
       // but placed moments ago, by a commit that may not be visible yet, are young.

@@ -17,6 +17,8 @@ import {
   MAINTENANCE_QUEUE,
   PURGE_TRASH_JOB,
   purgeIntervalMs,
+  SWEEP_THUMBNAILS_JOB,
+  THUMBNAIL_SWEEP_MS,
   uploadExpirySweepMs,
   type MaintenanceJobData,
   type MaintenanceJobResult,
@@ -26,6 +28,8 @@ import type { ContentStore, ResumableDataStore } from '../../shared/storage/cont
 import { createContentStore } from '../../shared/storage/store.factory';
 import { ChunkListRepository } from '../../shared/chunks/chunk-list.repository';
 import { withChunkListCleanup } from '../../shared/chunks/chunk-lists.cleanup';
+import { ThumbnailRepository } from '../../shared/thumbnails/thumbnail.repository';
+import { ThumbnailSweeper } from '../../shared/thumbnails/thumbnail.sweeper';
 
 /** One scheduled housekeeping task: its job name (also its scheduler id), how often, and the work. */
 export interface MaintenanceTask {
@@ -49,6 +53,7 @@ export function maintenanceTasks(config: Config, contentStore: ContentStore, own
   const reservations = new UploadReservations(owners, new ReservationRepository(db), store);
   const versions = new VersionExpiry(owners, new VersionRepository(db), store, logger);
   const versionRetention = retentionMs(config.versionRetentionDays);
+  const thumbnails = new ThumbnailSweeper(contentStore, new ThumbnailRepository(db), logger);
   let uploads: ResumableDataStore | undefined;
   return [
     {
@@ -72,6 +77,12 @@ export function maintenanceTasks(config: Config, contentStore: ContentStore, own
       name: EXPIRE_VERSIONS_JOB,
       everyMs: purgeIntervalMs(versionRetention),
       run: async () => ({ ...(await versions.run(new Date(Date.now() - versionRetention), config.maxVersions)) }),
+    },
+    {
+      // Thumbnails of digests no file, trashed file or version has any more.
+      name: SWEEP_THUMBNAILS_JOB,
+      everyMs: THUMBNAIL_SWEEP_MS,
+      run: async () => thumbnails.sweep(),
     },
   ];
 }

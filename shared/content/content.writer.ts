@@ -11,8 +11,13 @@ export interface ContentPlacement<T> {
   replacedKey?: string | null;
   /** Content the rows stopped naming (dropped versions), removed once the commit is done. */
   droppedKeys?: string[];
+  /** The new content's media type, for what follows a commit (thumbnails of images). */
+  mimeType?: string | null;
   result: T;
 }
+
+/** Told of each content once its commit is done (the thumbnail requests); must not throw or wait. */
+export type ContentCommitted = (content: { storageKey: string; sha256: string; mimeType: string | null }) => void;
 
 export interface CommitInput<T> {
   /** Whose tree changes, and the device whose request changes it. */
@@ -39,18 +44,21 @@ export class ContentWriter {
     private readonly owners: OwnerTransactions,
     private readonly store: ContentStore,
     private readonly logger?: Logger,
+    private readonly committed?: ContentCommitted,
   ) {}
 
   async commit<T>(input: CommitInput<T>): Promise<T> {
     const { staged } = input;
     let placed: string | undefined;
     let replaced: (string | null | undefined)[] = [];
+    let mimeType: string | null = null;
     let consumed = false;
     try {
       input.check?.();
       const result = await this.owners.runTogether(input.author, async (trx, clock) => {
         const placement = await input.decide(trx, clock);
         replaced = [placement.replacedKey, ...(placement.droppedKeys ?? [])];
+        mimeType = placement.mimeType ?? null;
         // Once every write of the transaction is decided, with the other uploads' placing.
         await beforeCommit(trx, async () => {
           await this.store.place(staged, placement.key);
@@ -59,7 +67,9 @@ export class ContentWriter {
         });
         return placement.result;
       });
+      const committedKey = placed;
       placed = undefined;
+      if (committedKey) this.committed?.({ storageKey: committedKey, sha256: staged.sha256, mimeType });
       // Only once the commit is done: before that the old bytes are the ones being served.
       for (const key of replaced) if (key) await this.removeReplaced(key);
       return result;

@@ -12,8 +12,12 @@ export const MAINTENANCE_QUEUE = 'maintenance';
 export const PURGE_TRASH_JOB = 'purge-trash';
 export const EXPIRE_UPLOADS_JOB = 'expire-uploads';
 export const EXPIRE_VERSIONS_JOB = 'expire-versions';
+export const SWEEP_THUMBNAILS_JOB = 'sweep-thumbnails';
 
-export type MaintenanceJobName = typeof PURGE_TRASH_JOB | typeof EXPIRE_UPLOADS_JOB | typeof EXPIRE_VERSIONS_JOB;
+export type MaintenanceJobName = typeof PURGE_TRASH_JOB | typeof EXPIRE_UPLOADS_JOB | typeof EXPIRE_VERSIONS_JOB | typeof SWEEP_THUMBNAILS_JOB;
+
+/** How often thumbnails of content that is gone are removed (they take no one's quota meanwhile). */
+export const THUMBNAIL_SWEEP_MS = 15 * 60_000;
 
 /** Empty: a run needs nothing but the configuration of the worker that takes it. */
 export type MaintenanceJobData = Record<string, never>;

@@ -130,7 +130,7 @@ export class ContentService {
           contentAt: now,
           contentDeviceId: deviceId,
         };
-        return { key: content.storageKey, droppedKeys: dropped.map((v) => v.storageKey), result };
+        return { key: content.storageKey, droppedKeys: dropped.map((v) => v.storageKey), mimeType: content.mimeType, result };
       },
     });
   }

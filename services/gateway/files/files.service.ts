@@ -203,6 +203,7 @@ export class FilesService {
         return {
           key: contentKey(deviceId, id, extension),
           droppedKeys: dropped.map((v) => v.storageKey),
+          mimeType: record.mimeType,
           result: { ...record, changeSeq: change.seq, changeDeviceId: change.deviceId },
         };
       },

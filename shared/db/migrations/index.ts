@@ -24,6 +24,9 @@ import * as backfillDeviceKind from './20261127000102_backfill_device_kind';
 import * as createLinks from './20261127000201_create_links';
 import * as addChildrenNameIndex from './20261127000301_add_children_name_index';
 import * as createContentChunkLists from './20261127000401_create_content_chunk_lists';
+import * as createContentThumbnails from './20261128000101_create_content_thumbnails';
+import * as addResourcesSha256Index from './20261128000102_add_resources_sha256_index';
+import * as addFileVersionsSha256Index from './20261128000103_add_file_versions_sha256_index';
 
 interface Migration {
   name: string;
@@ -58,6 +61,9 @@ const MIGRATIONS: Migration[] = [
   createLinks,
   addChildrenNameIndex,
   createContentChunkLists,
+  createContentThumbnails,
+  addResourcesSha256Index,
+  addFileVersionsSha256Index,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -1,0 +1,58 @@
+import sharp, { type OutputInfo } from 'sharp';
+import { MAX_THUMBNAIL_SIZE, THUMBNAIL_SIZES } from './thumbnail.sizes';
+
+/**
+ * Decompression bombs stop here: an image declaring more pixels than this is unreadable to us (a
+ * 100-megapixel photograph decodes in well under a second; libvips' own limit is 268 megapixels).
+ */
+const MAX_INPUT_PIXELS = 100_000_000;
+
+/**
+ * WebP at quality 75 looks like the original at these sizes; effort 2 (of 0..6) costs about half of
+ * the default's CPU for files a few percent larger (docs/BENCHMARKS.md, "Thumbnails").
+ */
+const WEBP = { quality: 75, effort: 2 } as const;
+
+/** The content is not an image the library can decode (corrupt, truncated, too many pixels, unknown format). */
+export class UnreadableImageError extends Error {
+  constructor(cause: unknown) {
+    super(`unreadable image: ${cause instanceof Error ? cause.message : String(cause)}`);
+  }
+}
+
+/**
+ * One image's thumbnails, every size of THUMBNAIL_SIZES, as WebP. The source is decoded once, at
+ * most 1024 pixels on its longer side (JPEG and WebP shrink while decoding, so a 12-megapixel photo
+ * is never held whole), turned upright by its EXIF orientation; each size is resized from that.
+ * Never enlarged: an image smaller than a size is stored at its own size. The first frame of an
+ * animation is the picture.
+ */
+export async function makeThumbnails(source: Buffer): Promise<Map<number, Buffer>> {
+  let decoded: { data: Buffer; info: OutputInfo };
+  try {
+    decoded = await sharp(source, { failOn: 'error', limitInputPixels: MAX_INPUT_PIXELS })
+      .rotate()
+      .resize(MAX_THUMBNAIL_SIZE, MAX_THUMBNAIL_SIZE, { fit: 'inside', withoutEnlargement: true })
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+  } catch (err) {
+    throw new UnreadableImageError(err);
+  }
+  const { data, info } = decoded;
+  const raw = { raw: { width: info.width, height: info.height, channels: info.channels } };
+  const images = new Map<number, Buffer>();
+  for (const size of THUMBNAIL_SIZES) {
+    images.set(size, await sharp(data, raw).resize(size, size, { fit: 'inside', withoutEnlargement: true }).webp(WEBP).toBuffer());
+  }
+  return images;
+}
+
+/**
+ * libvips threads per image. A worker makes one thumbnail per job slot on one core, so a burst of
+ * uploaded photos cannot take the cores the uploads and the sync batches run on.
+ */
+export function limitImageThreads(threads = 1): void {
+  sharp.concurrency(threads);
+  // The operation cache helps a process that reworks the same images; each content here is decoded once.
+  sharp.cache(false);
+}

@@ -1,0 +1,82 @@
+import { Readable } from 'node:stream';
+import { UnrecoverableError } from 'bullmq';
+import type { ThumbnailJobData, ThumbnailJobResult } from '../queue/thumbnail.contract';
+import { ContentNotFoundError, type ContentStore } from '../storage/content.store';
+import { makeThumbnails, UnreadableImageError } from './thumbnail.maker';
+import type { ThumbnailRepository } from './thumbnail.repository';
+import { THUMBNAIL_SIZES, thumbnailKey } from './thumbnail.sizes';
+
+/** Larger contents are not decoded (the whole file is read into memory first): they get no thumbnail. */
+export const MAX_THUMBNAIL_SOURCE_BYTES = 64 * 1024 * 1024;
+
+const TOO_LARGE = Symbol('too large');
+
+const result = (r: Partial<ThumbnailJobResult>): ThumbnailJobResult => ({ made: 0, skipped: 0, unreadable: 0, gone: 0, ...r });
+
+/**
+ * What one thumbnail job does, on the worker. The row goes to 'making' before any image is written,
+ * so a crash part-way leaves a row the sweep (thumbnail.sweeper.ts) sees; it goes to 'ready' only
+ * once every size is stored. Images are written over whatever a crashed run left under their keys:
+ * a key only ever holds a thumbnail of that digest, and both drivers replace an object whole.
+ * Thumbnails are not anyone's files: no quota, no change feed, no version.
+ */
+export class ThumbnailMaking {
+  constructor(
+    private readonly store: ContentStore,
+    private readonly thumbnails: ThumbnailRepository,
+  ) {}
+
+  async run(data: ThumbnailJobData): Promise<ThumbnailJobResult> {
+    const { sha256 } = data;
+    const state = await this.thumbnails.state(sha256);
+    if (state === 'unreadable') return result({ skipped: 1 });
+    if (state === 'ready' && (await this.allStored(sha256))) return result({ skipped: 1 });
+    await this.thumbnails.set(sha256, 'making');
+    const source = await this.read(data);
+    if (!source) return result({ gone: 1 });
+    let images: Map<number, Buffer>;
+    try {
+      if (source === TOO_LARGE) throw new UnreadableImageError(`over ${MAX_THUMBNAIL_SOURCE_BYTES} bytes`);
+      images = await makeThumbnails(source);
+    } catch (err) {
+      if (!(err instanceof UnreadableImageError)) throw err;
+      await this.thumbnails.set(sha256, 'unreadable');
+      // Decoding again would fail again: the job fails once, visibly, and is not retried.
+      throw new UnrecoverableError(err.message);
+    }
+    for (const [size, image] of images) {
+      const staged = await this.store.stage(Readable.from([image]), { maxBytes: image.length });
+      await this.store.place(staged, thumbnailKey(sha256, size));
+    }
+    await this.thumbnails.set(sha256, 'ready');
+    return result({ made: 1 });
+  }
+
+  private async allStored(sha256: string): Promise<boolean> {
+    const stats = await Promise.all(THUMBNAIL_SIZES.map((size) => this.store.stat(thumbnailKey(sha256, size))));
+    return stats.every((s) => s !== undefined);
+  }
+
+  /** The content's bytes, from the key the job names or, when that was replaced meanwhile, any key with the same digest. */
+  private async read(data: ThumbnailJobData): Promise<Buffer | typeof TOO_LARGE | undefined> {
+    const tried = new Set<string>();
+    let key: string | undefined = data.storageKey;
+    while (key && !tried.has(key)) {
+      tried.add(key);
+      try {
+        const handle = await this.store.open(key);
+        if (handle.size > MAX_THUMBNAIL_SOURCE_BYTES) {
+          await handle.close();
+          return TOO_LARGE;
+        }
+        const chunks: Buffer[] = [];
+        for await (const chunk of await handle.read()) chunks.push(chunk as Buffer);
+        return Buffer.concat(chunks);
+      } catch (err) {
+        if (!(err instanceof ContentNotFoundError)) throw err;
+      }
+      key = await this.thumbnails.someKey(data.sha256);
+    }
+    return undefined;
+  }
+}
