@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, promises as fs } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { File } from '../../../shared/protocol';
-import { ContentChunker, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
+import { CHUNKING, ContentChunker, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
 import { deltaBody, fetchChunkList, fetchRange, planDelta, uploadDelta } from '../sdk/delta';
 import { AbortedError, ApiError } from '../sdk/errors';
 import type { Journal } from './journal';
@@ -74,8 +74,10 @@ export class DeltaTransfers {
   }
 
   /** Reads a large file once for its SHA-256 and its chunks; a delta upload of the same bytes reuses them. */
-  async read(full: string, baseSha256?: string): Promise<string> {
-    const got = await this.cut(full, baseSha256);
+  async read(full: string, base?: { id: string; sha256: string }): Promise<string> {
+    // The base's list (kept, else the service's while it holds the base) spares cutting the whole file.
+    const hint = base ? await this.baseList(base.id, base.sha256).catch(() => undefined) : undefined;
+    const got = await this.cut(full, undefined, hint);
     this.read_.set(full, got);
     return got.sha256;
   }
@@ -85,7 +87,9 @@ export class DeltaTransfers {
     const kept = this.journal.chunkList(sha256);
     if (kept) return kept;
     const list = await this.session.authed(() => fetchChunkList(this.session.client, id, this.signal));
-    return list.sha256 === sha256 ? list.chunks : undefined;
+    if (list.sha256 !== sha256 || list.chunking.algorithm !== CHUNKING.algorithm) return undefined;
+    this.journal.putChunkList(sha256, list.chunks);
+    return list.chunks;
   }
 
   async upload(input: { id: string; full: string; sha256: string; size: number; ifMatch: string }): Promise<{ file: File; note: DeltaNote } | undefined> {
@@ -131,6 +135,8 @@ export class DeltaTransfers {
     if (input.size < DELTA_THRESHOLD) return undefined;
     try {
       const list = await this.session.authed(() => fetchChunkList(this.session.client, input.id, this.signal));
+      // Cut another way, the lists share no chunks: a whole download is cheaper.
+      if (list.chunking.algorithm !== CHUNKING.algorithm) return undefined;
       // Without a kept list, the local base is cut against the new one: only around the changes.
       const base = this.journal.chunkList(input.baseSha256) ?? (await chunkFileAgainst(input.basePath, list.chunks)).chunks;
       const plan = planDelta(base, list.chunks);

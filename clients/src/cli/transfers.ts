@@ -35,8 +35,8 @@ export class Transfers {
   }
 
   /** The SHA-256 of a large local file, cut into chunks in the same read for a delta upload. */
-  readLarge(full: string, baseSha256?: string): Promise<string> {
-    return this.delta.read(full, baseSha256);
+  readLarge(full: string, base?: { id: string; sha256: string }): Promise<string> {
+    return this.delta.read(full, base);
   }
 
   /** ` (delta: ...)` for the action line of a file that travelled as changes, else empty. */
