@@ -64,6 +64,8 @@ export interface Config {
   readonly publicUrl: string | undefined;
   /** Transfers through one owner's share links served at once per gateway (LINK_TRANSFERS_PER_OWNER). */
   readonly linkTransfersPerOwner: number;
+  /** The owner's own archives (GET /v1/archive) streamed at once per user per gateway (ARCHIVES_PER_USER). */
+  readonly archivesPerUser: number;
 }
 
 /** Where content lives with STORAGE_DRIVER=s3. The credentials are never logged. */
@@ -117,6 +119,7 @@ const schema = Joi.object({
   USER_WRITE_WAIT_MS: Joi.number().integer().min(0).max(600000).default(10000),
   PUBLIC_URL: Joi.string().uri({ scheme: ['http', 'https'] }),
   LINK_TRANSFERS_PER_OWNER: Joi.number().integer().min(1).max(1024).default(8),
+  ARCHIVES_PER_USER: Joi.number().integer().min(1).max(1024).default(2),
   QUEUE_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_-]{1,64}$/).default('filesync'),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
   SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).default(30000),
@@ -261,6 +264,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, reader: ConfigR
     userWriteWaitMs: value.USER_WRITE_WAIT_MS,
     publicUrl: value.PUBLIC_URL === undefined ? undefined : String(value.PUBLIC_URL).replace(/\/+$/, ''),
     linkTransfersPerOwner: value.LINK_TRANSFERS_PER_OWNER,
+    archivesPerUser: value.ARCHIVES_PER_USER,
     thumbnailConcurrency: value.THUMBNAIL_CONCURRENCY,
     queuePrefix: value.QUEUE_PREFIX,
     logLevel: value.LOG_LEVEL,

@@ -95,6 +95,9 @@ import { PublicLinksService } from './links/public.service';
 import { itemRoutes } from './items/items.routes';
 import { ItemsService } from './items/items.service';
 import { webAppRoutes } from './webapp/webapp.routes';
+import { archiveRoutes } from './archive/archive.routes';
+import { ArchiveService } from './archive/archive.service';
+import { TransferSlots } from './http/transfer.slots';
 import { VersionsService } from './versions/versions.service';
 
 export interface GatewayDeps {
@@ -284,6 +287,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(thumbnailRoutes(new ThumbnailService(resources, new ThumbnailRepository(db), store, thumbnailRequests), authenticated));
   v1.use(appPasswordRoutes(appPasswords, authenticated));
   v1.use(linkRoutes(links, config.publicUrl, authenticated));
+  v1.use(archiveRoutes(new ArchiveService(resources, linkRepo), store, new TransferSlots(config.archivesPerUser, 'too many archives at once; retry shortly'), authenticated));
   app.use('/v1', v1);
   // The web app's pages and bundles (docs/WEBAPP.md); the API stays under /v1.
   app.use(webAppRoutes());

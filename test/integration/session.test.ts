@@ -1,10 +1,13 @@
+import { TokenService } from '../../services/gateway/auth/token.service';
 import { Api } from '../support/client';
-import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
+import { ADMIN, createTestEnv, JWT_SECRET, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 
 /** The web app's cookie session: HttpOnly, bound to a new device, refused from other origins. */
 let env: TestEnv;
 let gateway: RunningGateway;
 let origin: string;
+/** The admin's API client, signed in by a test below (sign-ins of the admin are counted by the login limits). */
+let admin: Api;
 
 const CHROME_LINUX = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36';
 
@@ -69,7 +72,8 @@ test('with the cookie, reads work from anywhere but writes only from the same or
 });
 
 test('a Bearer token is not subject to the origin check, and signing out clears the cookie', async () => {
-  const { token } = await new Api(origin).login(ADMIN.username, ADMIN.password);
+  const { token, api } = await new Api(origin).login(ADMIN.username, ADMIN.password);
+  admin = api;
   const bearer = await fetch(`${origin}/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'sec-fetch-site': 'cross-site' }, body: new FormData() });
   expect(bearer.status).toBe(400);
   const bad = await fetch(`${origin}/v1/items`, { headers: { authorization: 'Bearer nonsense', cookie: 'filesync_session=also.nonsense' } });
@@ -93,4 +97,36 @@ test('a sign-in posted from another origin is refused; a wrong password is 401; 
   expect(limited.headers.get('retry-after')).toMatch(/^\d+$/);
   const login = await new Api(origin).post('/v1/auth/login', { username: ADMIN.username, password: ADMIN.password, deviceId: 'b'.repeat(32) });
   expect(login.status).toBe(429);
+});
+
+test('signing in again with the cookie of an active device of the same user, even lapsed, keeps that device', async () => {
+  for (const username of ['dana', 'erin']) expect((await admin.post('/v1/users', { username, password: 'user-password-1' })).status).toBe(201);
+  const as = (username: string, cookie?: string) =>
+    fetch(`${origin}/v1/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'sec-fetch-site': 'same-origin', 'user-agent': CHROME_LINUX, ...(cookie ? { cookie } : {}) },
+      body: JSON.stringify({ username, password: 'user-password-1' }),
+    });
+  const deviceOf = async (res: Response) => {
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { deviceId: string }).deviceId;
+  };
+  const first = await as('dana');
+  const cookie = cookieOf(first);
+  const device = await deviceOf(first);
+  expect(await deviceOf(await as('dana', cookie))).toBe(device);
+  // A cookie that lapsed a week ago still names the browser's device.
+  const userId = (await env.db('devices').where({ id: device }).first()).user_id as string;
+  const lapsed = new TokenService(JWT_SECRET).issue({ userId, deviceId: device }, new Date(Date.now() - 8 * 24 * 3600 * 1000)).token;
+  expect((await fetch(`${origin}/v1/session`, { headers: { cookie: `filesync_session=${lapsed}` } })).status).toBe(401);
+  expect(await deviceOf(await as('dana', `filesync_session=${lapsed}`))).toBe(device);
+  // Another user's cookie, a forged one: a new device.
+  expect(await deviceOf(await as('erin', cookie))).not.toBe(device);
+  const forged = new TokenService('another-secret-that-is-long-enough-for-hs256-000000').issue({ userId, deviceId: device }).token;
+  expect(await deviceOf(await as('dana', `filesync_session=${forged}`))).not.toBe(device);
+  const [{ n }] = (await env.db('devices').where({ user_id: userId, kind: 'client' }).whereNull('deleted_at').count({ n: '*' })) as [{ n: number | string }];
+  expect(Number(n)).toBe(2);
+  // Signed out, the device is retired: the same cookie signs in on a new one.
+  expect((await fetch(`${origin}/v1/session`, { method: 'DELETE', headers: { cookie, 'sec-fetch-site': 'same-origin' } })).status).toBe(204);
+  expect(await deviceOf(await as('dana', cookie))).not.toBe(device);
 });

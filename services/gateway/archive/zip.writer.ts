@@ -1,7 +1,7 @@
 import type { Response } from 'express';
 import { PassThrough } from 'node:stream';
 import yazl from 'yazl';
-import type { ArchiveFile, LinkRepository } from '../../../shared/db/repositories/link.repository';
+import type { ArchiveFile } from '../../../shared/db/repositories/link.repository';
 import type { ContentStore } from '../../../shared/storage/content.store';
 
 /** Files read from the database per query while an archive is written. */
@@ -13,30 +13,39 @@ const SMALL_FILE = 1024 * 1024;
 /** Bytes of small files read ahead of the writer at most: the archive's memory, whatever the folder's size. */
 const AHEAD_BYTES = 8 * 1024 * 1024;
 
-interface ArchiveEntry extends ArchiveFile {
+/** A file of an archive: its content and its path inside the ZIP. */
+export interface ArchiveEntry extends Omit<ArchiveFile, 'id' | 'name'> {
   path: string;
+}
+
+/** The reads a subtree's walk needs, each scoped to the owner (LinkRepository has them). */
+export interface ArchiveTree {
+  /** Up to `limit` active files with content in the folder, after `after` in (name key, id) order. */
+  filesAfter(userId: string, folderId: string, after: { name: Buffer; id: string } | null, limit: number): Promise<(ArchiveFile & { nameKey: Buffer })[]>;
+  /** The folder's active subfolders, by name. */
+  subfolders(userId: string, folderId: string): Promise<{ id: string; name: string }[]>;
 }
 
 /**
  * A name as a path segment every unzipper reads as one: a backslash is a separator to some of them
  * (and to the ZIP writer), and `X:` at the start reads as a drive; both become `_`.
  */
-function segment(name: string): string {
+export function segment(name: string): string {
   return name.replace(/\\/g, '_').replace(/^([A-Za-z]):/, '$1_');
 }
 
 /**
- * The active files of a subtree, depth first, each under its path relative to the root (`a.txt`,
- * `sub/b.txt`), read a page at a time: a folder of any size is never listed whole.
+ * The active files of a subtree, depth first, each under its path relative to the root after
+ * `prefix` (`a.txt`, `sub/b.txt`), read a page at a time: a folder of any size is never listed whole.
  */
-async function* walk(links: LinkRepository, userId: string, rootId: string): AsyncGenerator<ArchiveEntry> {
-  const folders: { id: string; prefix: string }[] = [{ id: rootId, prefix: '' }];
+export async function* walkFolder(links: ArchiveTree, userId: string, rootId: string, prefix = ''): AsyncGenerator<ArchiveEntry> {
+  const folders: { id: string; prefix: string }[] = [{ id: rootId, prefix }];
   while (folders.length > 0) {
     const { id, prefix } = folders.pop()!;
     let after: { name: Buffer; id: string } | null = null;
     for (;;) {
       const page = await links.filesAfter(userId, id, after, PAGE);
-      for (const file of page) yield { ...file, path: prefix + segment(file.name) };
+      for (const file of page) yield { sizeBytes: file.sizeBytes, storageKey: file.storageKey, updatedAt: file.updatedAt, path: prefix + segment(file.name) };
       if (page.length < PAGE) break;
       const last = page[page.length - 1]!;
       after = { name: last.nameKey, id: last.id };
@@ -58,7 +67,7 @@ async function readWhole(store: ContentStore, key: string, size: number): Promis
 }
 
 /**
- * Streams a folder as one ZIP (yazl, entries stored as they are: content is mostly compressed already,
+ * Streams `entries` as one ZIP (yazl, entries stored as they are: content is mostly compressed already,
  * and deflating would cost the gateway's CPU, not the network). Nothing is held but the entries'
  * names for the central directory and the small files read ahead: a folder of many small files is
  * bound by the store's round trips (open, read) rather than by bytes, so files up to SMALL_FILE are
@@ -67,7 +76,7 @@ async function readWhole(store: ContentStore, key: string, size: number): Promis
  * backpressure holds it all. A failure after the headers left cuts the response, so the client
  * sees a truncated archive, never a complete-looking wrong one.
  */
-export async function sendArchive(res: Response, store: ContentStore, links: LinkRepository, userId: string, rootId: string): Promise<void> {
+export async function sendArchive(res: Response, store: ContentStore, entries: AsyncIterable<ArchiveEntry>): Promise<void> {
   const zip = new yazl.ZipFile();
   let started = 0;
   let added = 0;
@@ -95,7 +104,7 @@ export async function sendArchive(res: Response, store: ContentStore, links: Lin
   });
   zip.outputStream.pipe(res);
   try {
-    for await (const file of walk(links, userId, rootId)) {
+    for await (const file of entries) {
       const small = file.sizeBytes <= SMALL_FILE;
       while (!failed && (added - started >= AHEAD || (small && aheadBytes + file.sizeBytes > AHEAD_BYTES && added > started))) {
         await new Promise<void>((resolve) => (wake = resolve));

@@ -33,7 +33,7 @@ export function sessionRoutes(
 
   router.post('/session', sameOrigin, ...limits, async (req, res) => {
     const body = validateBody(signInSchema, req.body);
-    const session = await sessions.signIn(body.username, body.password, browserDeviceName(req.get('user-agent')));
+    const session = await sessions.signIn(body.username, body.password, browserDeviceName(req.get('user-agent')), sessionCookie(req));
     setSessionCookie(req, res, session.token);
     res.setHeader('Cache-Control', 'no-store');
     res.status(200).json(view(session));

@@ -38,14 +38,26 @@ export class SessionService {
     private readonly retirement: DeviceRetirement,
   ) {}
 
-  async signIn(username: string, password: string, device: { name: string; platform: string }): Promise<SignedIn> {
+  /**
+   * `previousToken`: the session cookie the browser still holds, lapsed or not. When it was signed
+   * for this user's device that is still active, that device is signed in again rather than a new
+   * one registered, so one browser stays one device however often it signs in.
+   */
+  async signIn(username: string, password: string, device: { name: string; platform: string }, previousToken?: string): Promise<SignedIn> {
     const user = await this.users.findByUsername(username);
     const ok = await this.hasher.verify(user?.passwordHash, password);
     if (!ok || !user || user.deletedAt !== null) throw signInFailed();
-    const registered = await this.registry.register(device.name, device.platform);
+    const deviceId = (await this.reusableDevice(user.id, previousToken)) ?? (await this.registry.register(device.name, device.platform)).id;
     const now = new Date();
-    await this.devices.recordLogin(registered.id, user.id, now);
-    return this.issue({ id: user.id, username: user.username, isAdmin: user.isAdmin }, registered.id, now);
+    await this.devices.recordLogin(deviceId, user.id, now);
+    return this.issue({ id: user.id, username: user.username, isAdmin: user.isAdmin }, deviceId, now);
+  }
+
+  private async reusableDevice(userId: string, previousToken: string | undefined): Promise<string | undefined> {
+    const claims = previousToken === undefined ? undefined : this.tokens.signedClaims(previousToken);
+    if (!claims || claims.userId !== userId) return undefined;
+    const found = await this.devices.findActive(claims.deviceId);
+    return found && found.userId === userId && found.kind === 'client' ? found.id : undefined;
   }
 
   /** The session again with a fresh token: a session in use never lapses, an idle one after 7 days. */

@@ -54,10 +54,22 @@ export class TokenService {
     return claims;
   }
 
-  private check(token: string): { claims: TokenClaims; exp: number } {
+  /**
+   * The claims of a token this service signed, lapsed or not (undefined otherwise): who a browser's
+   * old session cookie was for, so signing in again keeps the browser's device. Grants nothing.
+   */
+  signedClaims(token: string): TokenClaims | undefined {
+    try {
+      return this.check(token, true).claims;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private check(token: string, lapsedToo = false): { claims: TokenClaims; exp: number } {
     let payload: string | jwt.JwtPayload;
     try {
-      payload = jwt.verify(token, this.key, { algorithms: ['HS256'] });
+      payload = jwt.verify(token, this.key, { algorithms: ['HS256'], ignoreExpiration: lapsedToo });
     } catch {
       throw unauthorized();
     }

@@ -7,7 +7,7 @@ import { contentEtag, notModified, sendContent, setContentHeaders } from '../con
 import type { FilesService } from '../files/files.service';
 import { refuseDeepJson } from '../http/errors.middleware';
 import { paging, queryString, singleParam } from '../http/request';
-import { sendArchive } from './link.archive';
+import { sendArchive, walkFolder } from '../archive/zip.writer';
 import type { LinkMetrics } from './link.metrics';
 import type { LinkTransfers } from './link.transfers';
 import type { LinkUploads } from './link.uploads';
@@ -139,7 +139,7 @@ export function publicLinkRoutes(deps: PublicRouteDeps): Router {
     res.attachment(`${folder.name}.zip`);
     res.type('application/zip');
     setDownloadHeaders(res);
-    await sendArchive(res, deps.store, deps.linkRepo, found.link.userId, folder.id);
+    await sendArchive(res, deps.store, walkFolder(deps.linkRepo, found.link.userId, folder.id));
   });
 
   router.post('/public/:token/files', async (req, res) => {

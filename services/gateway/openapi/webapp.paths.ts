@@ -160,6 +160,42 @@ export const webAppPaths = {
       },
     },
   },
+  '/v1/archive': {
+    get: {
+      tags: ['files'],
+      operationId: 'downloadArchive',
+      summary: 'One streamed ZIP of any of the caller’s files and folders',
+      description: [
+        'A plain GET, so a browser downloads it by following a link (`<a href download>`) with its session cookie.',
+        'Files are at the top of the archive under their names, each folder’s active files under `name/...` (paths',
+        'relative to the selection, empty folders left out); two selected items of one name become `name` and',
+        '`name (2)`. Entries are stored, not deflated. The file is `<folder name>.zip` for one folder, `files.zip`',
+        'otherwise. Every id must be an active file or folder of the caller, or nothing is sent (404). At most',
+        'ARCHIVES_PER_USER archives of a user stream at once per gateway; the next waits up to 5 s, then 503.',
+      ].join(' '),
+      security: both,
+      parameters: [
+        {
+          name: 'ids',
+          in: 'query',
+          required: true,
+          description: 'comma-separated ids of files and folders, 1 to 200 (repeats count once)',
+          schema: { type: 'string' },
+        },
+      ],
+      responses: {
+        '200': {
+          description: 'the ZIP, `Content-Disposition: attachment`',
+          headers: { 'Cache-Control': { schema: { const: 'no-store' } } },
+          content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } },
+        },
+        '400': response('BadRequest'),
+        '401': response('Unauthorized'),
+        '404': errorResponse('an id is not an active file or folder of the caller (NOT_FOUND)'),
+        '503': errorResponse('ARCHIVES_PER_USER archives of the caller already streaming (SERVICE_UNAVAILABLE, with Retry-After)'),
+      },
+    },
+  },
   '/v1/folders/{id}/path': {
     get: {
       tags: ['files'],
