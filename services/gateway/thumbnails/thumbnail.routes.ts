@@ -33,16 +33,12 @@ export function thumbnailRoutes(thumbnails: ThumbnailService, authenticated: Ret
     res.setHeader('ETag', found.etag);
     res.setHeader('X-Content-Type-Options', 'nosniff');
     if (req.headers['if-none-match']?.split(',').some((tag) => tag.trim() === found.etag)) {
-      await found.content.close();
       res.status(304).end();
       return;
     }
-    const chunks: Buffer[] = [];
-    for await (const chunk of await found.content.read()) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks);
-    res.status(200).type('image/webp').setHeader('Content-Length', body.length);
+    res.status(200).type('image/webp').setHeader('Content-Length', found.body.length);
     res.setHeader('Content-Disposition', 'inline; filename="thumbnail.webp"');
-    res.end(body);
+    res.end(found.body);
   });
 
   return router;

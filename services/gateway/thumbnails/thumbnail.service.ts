@@ -1,14 +1,14 @@
 import { notFound } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
 import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
-import { ContentNotFoundError, type ContentHandle, type ContentStore } from '../../../shared/storage/content.store';
+import { ContentNotFoundError, type ContentStore } from '../../../shared/storage/content.store';
 import type { ThumbnailRepository } from '../../../shared/thumbnails/thumbnail.repository';
 import type { ThumbnailRequests } from '../../../shared/thumbnails/thumbnail.requests';
 import { isThumbnailSource, storedSizeFor, thumbnailKey } from '../../../shared/thumbnails/thumbnail.sizes';
 
-/** A stored thumbnail, open for reading, and the validator of its bytes. */
+/** A stored thumbnail's bytes (a few KiB to a few hundred) and the validator of its bytes. */
 export interface FoundThumbnail {
-  content: ContentHandle;
+  body: Buffer;
   /** The stored size served (the largest not above the one asked for). */
   size: number;
   /** Names the content's digest and the size: the same for every file with those bytes. */
@@ -38,14 +38,29 @@ export class ThumbnailService {
     if (state === 'unreadable') throw notFound('this image cannot be read');
     const stored = storedSizeFor(size);
     if (state === 'ready') {
+      const body = await this.read(thumbnailKey(sha256, stored));
+      if (body) return { body, size: stored, etag: `"${sha256}-${stored}"` };
+    }
+    await this.requests?.request(sha256, storageKey);
+    throw notFound('no thumbnail yet');
+  }
+
+  /**
+   * The whole image, or undefined when it is not stored. Made again, an image is written over its
+   * key, so a store that pinned the previous bytes when opening (S3's ETag) finds them gone once:
+   * the second opening reads the current ones.
+   */
+  private async read(key: string): Promise<Buffer | undefined> {
+    for (let attempt = 0; attempt < 2; attempt++) {
       try {
-        const content = await this.store.open(thumbnailKey(sha256, stored));
-        return { content, size: stored, etag: `"${sha256}-${stored}"` };
+        const content = await this.store.open(key);
+        const chunks: Buffer[] = [];
+        for await (const chunk of await content.read()) chunks.push(chunk as Buffer);
+        return Buffer.concat(chunks);
       } catch (err) {
         if (!(err instanceof ContentNotFoundError)) throw err;
       }
     }
-    await this.requests?.request(sha256, storageKey);
-    throw notFound('no thumbnail yet');
+    return undefined;
   }
 }
