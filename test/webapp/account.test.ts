@@ -176,6 +176,9 @@ test('account shows storage used in words and changes the password', async () =>
   const meter = page.getByRole('meter', { name: 'Storage used' });
   await meter.waitFor();
   expect(await page.getByText(/MB used, no limit/).count()).toBe(1);
+  // No quota: the words without a bar (no <meter> element to draw one full).
+  expect(await meter.getAttribute('aria-valuetext')).toMatch(/MB used, no limit/);
+  expect(await page.locator('meter').count()).toBe(0);
   expect(await seriousViolations(page)).toEqual([]);
   await page.getByRole('textbox', { name: 'Current password' }).fill('wrong-password-0');
   await page.getByRole('textbox', { name: 'New password' }).fill('dave-password-2');
@@ -185,6 +188,14 @@ test('account shows storage used in words and changes the password', async () =>
   await page.getByRole('button', { name: 'Change password' }).click();
   await page.getByText('Your password has been changed.').waitFor();
   USER.password = 'dave-password-2';
+  // With a quota, the bar runs from 0 to it.
+  const quotaBytes = 10 * 1000 ** 3;
+  expect((await stack.admin.patch(`/v1/users/${userId}`, { quotaBytes })).status).toBe(200);
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Files' }).click();
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Account' }).click();
+  await page.locator('meter').waitFor();
+  expect(await page.getByRole('meter', { name: 'Storage used' }).getAttribute('max')).toBe(String(quotaBytes));
+  expect((await stack.admin.patch(`/v1/users/${userId}`, { quotaBytes: null })).status).toBe(200);
 });
 
 test('app passwords are created with the current password, shown once with the WebDAV address, and revoked', async () => {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Api } from '../support/client';
+import { makeFolders, unzipEntries } from '../support/links';
 import { startStack, type TestStack } from '../support/stack';
 import { ensureBuilt, isolatedContext, launchBrowser, seriousViolations } from './browser';
 
@@ -99,6 +100,37 @@ test('files dropped onto the listing are uploaded, each with a progress bar name
   await page.getByRole('link', { name: 'dropped-2.txt', exact: true }).waitFor();
   await page.getByRole('progressbar', { name: /^dropped-2\.txt/ }).waitFor();
   await page.getByRole('button', { name: 'Close uploads' }).click();
+
+  // A dropped folder tree whose folders exist at every depth: they are reused, and a file whose name
+  // is taken is reported on its own while the others go in.
+  const ids = await makeFolders(api, ['Trip/', 'Trip/Day 1/'], 900);
+  expect((await api.upload({ folderId: ids['Trip/Day 1/']! }, { name: 'a.txt', content: 'kept' })).status).toBe(201);
+  await page.evaluate(`(() => {
+    const file = (name) => ({ isFile: true, name, file: (ok) => ok(new File([name], name, { type: 'text/plain' })) });
+    const dir = (name, children) => {
+      let read = false;
+      return { isDirectory: true, name, createReader: () => ({ readEntries: (ok) => { ok(read ? [] : children); read = true; } }) };
+    };
+    const tree = dir('Trip', [dir('Day 1', [file('a.txt'), file('b.txt')]), dir('Day 2', [file('c.txt')])]);
+    const drop = new Event('drop', { bubbles: true, cancelable: true });
+    Object.defineProperty(drop, 'dataTransfer', { value: { items: [{ webkitGetAsEntry: () => tree }], files: [] } });
+    document.querySelector('div.files').dispatchEvent(drop);
+  })()`);
+  await page.getByText('Not uploaded: the folder “Trip/Day 1” already has a file named “a.txt”', { exact: false }).waitFor();
+  await page.getByRole('progressbar', { name: /^c\.txt/ }).waitFor();
+  const children = async (folderId: string) => (await api.get(`/v1/items?folderId=${folderId}`)).body.items as Array<{ id: string; name: string }>;
+  const tree = async () => {
+    const trip = await children(ids['Trip/']!);
+    const day2 = trip.find((i) => i.name === 'Day 2');
+    return { trip: trip.map((i) => i.name), day1: (await children(ids['Trip/Day 1/']!)).map((i) => i.name), day2: day2 ? (await children(day2.id)).map((i) => i.name) : [] };
+  };
+  const want = { trip: ['Day 1', 'Day 2'], day1: ['a.txt', 'b.txt'], day2: ['c.txt'] };
+  for (let i = 0; i < 50 && JSON.stringify(await tree()) !== JSON.stringify(want); i++) await page.waitForTimeout(200);
+  expect(await tree()).toEqual(want);
+  expect((await api.get(`/v1/files/${(await children(ids['Trip/Day 1/']!))[0]!.id}/content`)).text).toBe('kept');
+  expect(await page.getByRole('alert').filter({ hasText: 'already taken' }).count()).toBe(0);
+  await page.getByRole('button', { name: 'Clear finished' }).click();
+  await page.getByRole('region', { name: 'Uploads' }).waitFor({ state: 'detached' });
 });
 
 test('rename through the actions menu; a taken name is an alert in words; delete offers Undo', async () => {
@@ -145,9 +177,11 @@ test('a folder downloads as a ZIP from its actions menu', async () => {
   await page.getByRole('button', { name: 'Actions for Reports' }).click();
   expect(await page.getByRole('menu').getByRole('menuitem').allTextContents()).toEqual(['Download', 'Rename', 'Move', 'Delete', 'Share link', 'Download as ZIP']);
   const [zip] = await Promise.all([page.waitForEvent('download'), page.getByRole('menuitem', { name: 'Download as ZIP' }).click()]);
-  expect(zip.suggestedFilename()).toMatch(/\.zip$/);
+  expect(zip.suggestedFilename()).toBe('Reports.zip');
   const body = readFileSync(await zip.path());
   expect(body.subarray(0, 2).toString()).toBe('PK');
+  // The owner's own archive: no share link is made for it.
+  expect((await api.get('/v1/links')).body.items).toEqual([]);
 });
 
 test('Grid view shows a card per child with a generic icon until a thumbnail exists; List view goes back', async () => {
@@ -163,6 +197,11 @@ test('Grid view shows a card per child with a generic icon until a thumbnail exi
 test('move and delete several selected rows at once; the trash restores and deletes forever', async () => {
   await page.getByRole('checkbox', { name: 'Select minutes.txt' }).check();
   await page.getByRole('checkbox', { name: 'Select <img src=x onerror=alert(1)>' }).check();
+  const [zip] = await Promise.all([page.waitForEvent('download'), page.getByRole('region', { name: 'Selection' }).getByRole('button', { name: 'Download as ZIP' }).click()]);
+  expect(zip.suggestedFilename()).toBe('files.zip');
+  const entries = await unzipEntries(readFileSync(await zip.path()));
+  expect(Object.keys(entries).sort()).toEqual(['<img src=x onerror=alert(1)>', 'minutes.txt']);
+  expect(entries['<img src=x onerror=alert(1)>']).toBe('evil');
   await page.getByRole('region', { name: 'Selection' }).getByRole('button', { name: 'Move' }).click();
   const dialog = page.getByRole('dialog');
   await dialog.getByRole('button', { name: 'Reports' }).click();

@@ -44,9 +44,14 @@ export function AccountView() {
     <${Alert} message=${error} />
     ${usage &&
     html`<div class="usage">
-      <label for="storage-meter">Storage used</label>
-      <meter id="storage-meter" min="0" max=${quota ?? Math.max(used, 1)} value=${used} aria-valuetext=${words}></meter>
-      <p class="usage-words">${words}</p>
+      ${quota === null
+        ? // No quota, so no bar: a bar needs a maximum, and any chosen one would draw a full or an arbitrary bar.
+          // Still a meter for assistive technology, which reads its value text: the bytes used, in words.
+          html`<span id="storage-label">Storage used</span>
+            <p class="usage-words" role="meter" aria-labelledby="storage-label" aria-valuemin="0" aria-valuemax=${Math.max(used, 1)} aria-valuenow=${used} aria-valuetext=${words}>${words}</p>`
+        : html`<label for="storage-meter">Storage used</label>
+            <meter id="storage-meter" min="0" max=${quota} value=${used} aria-valuetext=${words}></meter>
+            <p class="usage-words">${words}</p>`}
       <ul class="usage-parts">
         <li>Files: ${formatBytes(usage.filesBytes)}</li>
         <li>Trash: ${formatBytes(usage.trashBytes)}</li>

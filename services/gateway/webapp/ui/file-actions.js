@@ -7,6 +7,24 @@ import { Alert, Dialog, formatTime } from './ui.js';
 
 /** @typedef {import('./file-table.js').Item} Item */
 
+/** Items one archive may name (GET /v1/archive). */
+const MAX_ARCHIVE_ITEMS = 200;
+
+/**
+ * Downloads the items as one ZIP streamed by the service (GET /v1/archive): a plain link the browser
+ * follows with its session cookie, so the archive goes straight to the downloads, never into memory.
+ * @param {Item[]} items
+ */
+export function downloadZip(items) {
+  if (items.length > MAX_ARCHIVE_ITEMS) throw new Error(`One ZIP can hold up to ${MAX_ARCHIVE_ITEMS} selected items. Select fewer, or download their folder.`);
+  const a = document.createElement('a');
+  a.href = `/v1/archive?ids=${items.map((item) => item.id).join(',')}`;
+  a.download = items.length === 1 && items[0]?.type === 'folder' ? `${items[0].name}.zip` : 'files.zip';
+  document.body.append(a);
+  a.click();
+  a.remove();
+}
+
 /** @param {unknown} err */
 const messageOf = (err) => (err instanceof Error ? err.message : String(err));
 

@@ -3,10 +3,10 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { api } from './api.js';
 import { FileGrid } from './file-grid.js';
 import { FileTable } from './file-table.js';
-import { createFolder, deleteItems, MoveDialog, NameDialog, rename, VersionsDialog } from './file-actions.js';
+import { createFolder, deleteItems, downloadZip, MoveDialog, NameDialog, rename, VersionsDialog } from './file-actions.js';
 import { html } from './html.js';
 import { changes, followChanges } from './live.js';
-import { ShareDialog, downloadZip } from './share.js';
+import { ShareDialog } from './share.js';
 import { notify } from './toasts.js';
 import { Alert } from './ui.js';
 import { droppedEntries, UploadPanel, uploaded, uploadFiles, uploadTree } from './uploads.js';
@@ -161,14 +161,14 @@ export function FilesView({ folderId }) {
   /** @param {Item} item */
   const actions = (item) => {
     const list = [
-      { label: 'Download', run: () => (item.type === 'folder' ? attempt(() => downloadZip([item], folderId)) : clickDownload(fileHref(item), item.name)) },
+      { label: 'Download', run: () => (item.type === 'folder' ? attempt(async () => downloadZip([item])) : clickDownload(fileHref(item), item.name)) },
       { label: 'Rename', run: () => setDialog({ kind: 'rename', item }) },
       { label: 'Move', run: () => setDialog({ kind: 'move', items: [item] }) },
       { label: 'Delete', run: () => attempt(() => deleteItems([item], listing.reload)), danger: true },
     ];
     if (item.type === 'file') list.push({ label: 'Versions', run: () => setDialog({ kind: 'versions', item }) });
     list.push({ label: 'Share link', run: () => setDialog({ kind: 'share', item }) });
-    if (item.type === 'folder') list.push({ label: 'Download as ZIP', run: () => attempt(() => downloadZip([item], folderId)) });
+    if (item.type === 'folder') list.push({ label: 'Download as ZIP', run: () => attempt(async () => downloadZip([item])) });
     return list;
   };
 
@@ -180,8 +180,7 @@ export function FilesView({ folderId }) {
     await attempt(async () => {
       const entries = await droppedEntries(e.dataTransfer);
       if (entries.some((x) => x.dirs.length > 0)) {
-        const existing = (/** @type {string} */ name) => listing.loadedItems.find((i) => i.type === 'folder' && i.name === name)?.id;
-        await uploadTree(entries, folderId, existing);
+        await uploadTree(entries, folderId);
       } else uploadFiles(entries.map((x) => x.file), folderId);
     });
   };
@@ -226,7 +225,7 @@ export function FilesView({ folderId }) {
       <span>${selectedItems.length} selected</span>
       <button type="button" onClick=${() => attempt(() => deleteItems(selectedItems, () => (setSelected(new Map()), listing.reload())))}>Delete</button>
       <button type="button" onClick=${() => setDialog({ kind: 'move', items: selectedItems })}>Move</button>
-      <button type="button" onClick=${() => attempt(() => downloadZip(selectedItems, folderId))}>Download as ZIP</button>
+      <button type="button" onClick=${() => attempt(async () => downloadZip(selectedItems))}>Download as ZIP</button>
       <button type="button" onClick=${() => setSelected(new Map())}>Clear selection</button>
     </div>`}
     ${query.trim()

@@ -1,6 +1,5 @@
 // Share links from the owner's side: create one (read, or upload for a folder; password, expiry,
-// download limit), copy its address, revoke existing ones. ZIP downloads of folders go through a
-// short-lived single-use read link to the folder, whose archive the service streams.
+// download limit), copy its address, revoke existing ones.
 import { useEffect, useState } from 'preact/hooks';
 import { api } from './api.js';
 import { html } from './html.js';
@@ -10,34 +9,6 @@ import { Alert, Dialog, formatTime } from './ui.js';
 /** @typedef {import('./file-table.js').Item} Item */
 /** @param {unknown} err */
 const messageOf = (err) => (err instanceof Error ? err.message : String(err));
-
-/** @param {string} href @param {string} [name] */
-function clickDownload(href, name) {
-  const a = document.createElement('a');
-  a.href = href;
-  if (name) a.download = name;
-  document.body.append(a);
-  a.click();
-  a.remove();
-}
-
-/**
- * Downloads folders as ZIP archives and files as they are.
- * @param {Item[]} items @param {string} _folderId
- */
-export async function downloadZip(items, _folderId) {
-  for (const item of items) {
-    if (item.type === 'file') {
-      clickDownload(`/v1/files/${item.id}/content`, item.name);
-      continue;
-    }
-    const expiresAt = new Date(Date.now() + 10 * 60 * 1000).toISOString();
-    const link = await api.post('/v1/links', { resourceId: item.id, access: 'read', maxDownloads: 1, expiresAt });
-    clickDownload(`/v1/public/${link.token}/archive`, `${item.name}.zip`);
-    // The archive is already streaming; the link has no other use.
-    setTimeout(() => void api.del(`/v1/links/${link.id}`).catch(() => undefined), 60_000);
-  }
-}
 
 /** @param {{ item: Item, onClose: () => void }} props */
 export function ShareDialog({ item, onClose }) {

@@ -3,7 +3,8 @@
 // file is chosen again (tus-js-client's fingerprint store in localStorage). Dropped folders are made
 // first, in batches of sync ops, then their files are sent a few at a time.
 import { signal } from '@preact/signals';
-import { ApiError, humanMessage, newId, syncOps } from './api.js';
+import { ApiError, humanMessage, syncOps } from './api.js';
+import { planDrop } from './drop-tree.js';
 import { html } from './html.js';
 
 const RESUMABLE_OVER = 8 * 1024 * 1024;
@@ -27,8 +28,8 @@ let counter = 0;
 const queue = [];
 let active = 0;
 
-/** @param {File} file @param {string} folderId */
-function enqueue(file, folderId) {
+/** @param {File} file @param {string} folderId @param {boolean} [queued] false: shown only, never sent */
+function enqueue(file, folderId, queued = true) {
   /** @type {Upload} */
   const upload = {
     key: ++counter,
@@ -42,7 +43,7 @@ function enqueue(file, folderId) {
       upload.state.value = 'cancelled';
     },
   };
-  queue.push(upload);
+  if (queued) queue.push(upload);
   return upload;
 }
 
@@ -64,7 +65,12 @@ function pump() {
         (err) => {
           if (upload.state.value === 'cancelled') return;
           upload.state.value = 'failed';
-          upload.error.value = err instanceof Error ? err.message : String(err);
+          upload.error.value =
+            err instanceof ApiError && err.code === 'NAME_CONFLICT'
+              ? 'Not uploaded: this folder already has a file or folder of that name. Rename one of them, then upload it again.'
+              : err instanceof Error
+                ? err.message
+                : String(err);
         },
       )
       .finally(() => {
@@ -178,32 +184,20 @@ function show(added) {
 
 /**
  * Dropped files and folders: the folders are created first (new ids, parents before children, up to
- * 1000 per request), reusing a folder of the same name where the drop lands; then the files.
- * @param {Array<{ file: File, dirs: string[] }>} entries @param {string} folderId @param {(name: string) => string | undefined} existing
+ * 1000 per request), reusing existing folders of the same names at any depth; then the files. Files
+ * whose names are taken where they land are listed as not uploaded, each with the reason.
+ * @param {Array<{ file: File, dirs: string[] }>} entries @param {string} folderId
  */
-export async function uploadTree(entries, folderId, existing) {
-  /** @type {Map<string, string>} */
-  const ids = new Map([['', folderId]]);
-  /** @type {Array<{ type: string, resourceId: string, payload: unknown }>} */
-  const ops = [];
-  for (const { dirs } of entries) {
-    let path = '';
-    for (const dir of dirs) {
-      const parentPath = path;
-      path = path ? `${path}/${dir}` : dir;
-      if (ids.has(path)) continue;
-      const reuse = parentPath === '' ? existing(dir) : undefined;
-      if (reuse) {
-        ids.set(path, reuse);
-        continue;
-      }
-      const id = newId();
-      ids.set(path, id);
-      ops.push({ type: 'create', resourceId: id, payload: { resourceType: 'folder', name: dir, parentId: ids.get(parentPath) || null } });
-    }
-  }
-  await syncOps(ops);
-  show(entries.map(({ file, dirs }) => enqueue(file, ids.get(dirs.join('/')) ?? folderId)));
+export async function uploadTree(entries, folderId) {
+  const plan = await planDrop(entries, folderId);
+  await syncOps(plan.ops);
+  const refused = plan.refused.map(({ file, reason }) => {
+    const upload = enqueue(file, folderId, false);
+    upload.state.value = 'failed';
+    upload.error.value = reason;
+    return upload;
+  });
+  show([...refused, ...plan.files.map(({ file, folderId: into }) => enqueue(file, into))]);
 }
 
 /** Reads what was dropped, folders included (webkitGetAsEntry works in Chromium, Firefox and Safari). @param {DataTransfer} data */
