@@ -14,6 +14,7 @@ import { filePaths } from './files.paths';
 import { monitoringPaths } from './monitoring.paths';
 import { quotaPaths, quotaSchemas, quotaTags, setQuotaOperation } from './quota.paths';
 import { syncPaths } from './sync.paths';
+import { thumbnailPaths } from './thumbnails.paths';
 import { trashParameters, trashPaths, trashSchemas, trashTag } from './trash.paths';
 import { uploadPaths } from './uploads.paths';
 import { webAppPaths, webAppSchemas, webAppSecuritySchemes, webAppTags } from './webapp.paths';
@@ -65,6 +66,7 @@ export const openapiDocument = {
     ...uploadPaths,
     ...monitoringPaths,
     ...webAppPaths,
+    ...thumbnailPaths,
   },
   components: {
     ...components,
