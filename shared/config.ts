@@ -115,6 +115,7 @@ const schema = Joi.object({
   SYNC_LOCK_MS: Joi.number().integer().min(1000).default(5000),
   SYNC_BATCH_DEADLINE_MS: Joi.number().integer().min(1000).default(10000),
   SYNC_LOCK_WAIT_S: Joi.number().integer().min(1).max(3600).default(5),
+  THUMBNAIL_CONCURRENCY: Joi.number().integer().min(1).max(64).default(1),
   USER_WRITE_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
   USER_WRITE_WAIT_MS: Joi.number().integer().min(0).max(600000).default(10000),
   PUBLIC_URL: Joi.string().uri({ scheme: ['http', 'https'] }),
@@ -197,7 +198,7 @@ const GATEWAY_ONLY: readonly string[] = [
   'AUTH_CACHE_MS', 'FEED_MAX_HELD', 'FEED_MAX_HELD_PER_USER', 'SYNC_TIMEOUT_MS',
 ];
 /** Variables only the worker uses. */
-const WORKER_ONLY: readonly string[] = ['WORKER_PORT', 'SYNC_CONCURRENCY', 'SYNC_LOCK_MS', 'SYNC_BATCH_DEADLINE_MS', 'SYNC_LOCK_WAIT_S', 'TRASH_RETENTION_DAYS'];
+const WORKER_ONLY: readonly string[] = ['WORKER_PORT', 'SYNC_CONCURRENCY', 'SYNC_LOCK_MS', 'SYNC_BATCH_DEADLINE_MS', 'SYNC_LOCK_WAIT_S', 'TRASH_RETENTION_DAYS', 'THUMBNAIL_CONCURRENCY'];
 /** Where the services listen: tools listen nowhere. */
 const SERVICES_ONLY: readonly string[] = ['HOST'];
 
@@ -260,12 +261,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, reader: ConfigR
     syncLockMs: value.SYNC_LOCK_MS,
     syncBatchDeadlineMs: value.SYNC_BATCH_DEADLINE_MS,
     syncLockWaitS: value.SYNC_LOCK_WAIT_S,
+    thumbnailConcurrency: value.THUMBNAIL_CONCURRENCY,
     userWriteConcurrency: value.USER_WRITE_CONCURRENCY,
     userWriteWaitMs: value.USER_WRITE_WAIT_MS,
     publicUrl: value.PUBLIC_URL === undefined ? undefined : String(value.PUBLIC_URL).replace(/\/+$/, ''),
     linkTransfersPerOwner: value.LINK_TRANSFERS_PER_OWNER,
     archivesPerUser: value.ARCHIVES_PER_USER,
-    thumbnailConcurrency: value.THUMBNAIL_CONCURRENCY,
     queuePrefix: value.QUEUE_PREFIX,
     logLevel: value.LOG_LEVEL,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,

@@ -99,14 +99,14 @@ import { archiveRoutes } from './archive/archive.routes';
 import { ArchiveService } from './archive/archive.service';
 import { TransferSlots } from './http/transfer.slots';
 import { VersionsService } from './versions/versions.service';
-
-export interface GatewayDeps {
-  config: Config;
 import { ThumbnailRepository } from '../../shared/thumbnails/thumbnail.repository';
 import { ThumbnailRequests } from '../../shared/thumbnails/thumbnail.requests';
 import type { ThumbnailJobData, ThumbnailJobResult } from '../../shared/queue/thumbnail.contract';
 import { thumbnailRoutes } from './thumbnails/thumbnail.routes';
 import { ThumbnailService } from './thumbnails/thumbnail.service';
+
+export interface GatewayDeps {
+  config: Config;
   jwtSecret: string;
   db: Db;
   sync: BatchSubmitter;
@@ -114,11 +114,11 @@ import { ThumbnailService } from './thumbnails/thumbnail.service';
   logger: Logger;
   /** Queues shown on the dashboard beside the sync queue: the maintenance queue. */
   maintenanceQueues?: Queue[];
+  /** Where committed images ask for their thumbnails (also on the dashboard); none: no thumbnails are made. */
+  thumbnailQueue?: Queue<ThumbnailJobData, ThumbnailJobResult>;
   /** The content store; by default the one the configuration names. */
   store?: ContentStore;
 }
-  /** Where committed images ask for their thumbnails (also on the dashboard); none: no thumbnails are made. */
-  thumbnailQueue?: Queue<ThumbnailJobData, ThumbnailJobResult>;
 
 export interface Gateway {
   app: Express;
@@ -281,10 +281,10 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(sessionRoutes(new SessionService(users, devices, new DevicesService(devices), hasher, tokens, new UserDevicesService(devices, principals)), loginLimits, authenticated, config.publicUrl));
   v1.use(itemRoutes(new ItemsService(resources, new ListingRepository(db)), authenticated));
   v1.use(userRoutes(new UsersService(users, hasher, config.defaultQuotaBytes, principals), usage, authenticated));
+  v1.use(thumbnailRoutes(new ThumbnailService(resources, new ThumbnailRepository(db), store, thumbnailRequests), authenticated));
   v1.use(fileRoutes(files, storage, config.maxUploadBytes, authenticated));
   v1.use(trashRoutes(trash, authenticated));
   v1.use(versionRoutes(versions, store, authenticated));
-  v1.use(thumbnailRoutes(new ThumbnailService(resources, new ThumbnailRepository(db), store, thumbnailRequests), authenticated));
   v1.use(appPasswordRoutes(appPasswords, authenticated));
   v1.use(linkRoutes(links, config.publicUrl, authenticated));
   v1.use(archiveRoutes(new ArchiveService(resources, linkRepo), store, new TransferSlots(config.archivesPerUser, 'too many archives at once; retry shortly'), authenticated));
