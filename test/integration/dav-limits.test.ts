@@ -184,6 +184,18 @@ describe('WebDAV limits', () => {
       expect((await lock('/dav/limits/owned.txt', 'exclusive', 'o'.repeat(4096))).status).toBe(201);
     });
 
+    test('a lock goes with its resource when the API deletes it: the path is free again', async () => {
+      expect((await dav.put('/dav/limits/api-deleted.txt', 'x')).status).toBe(201);
+      expect((await lock('/dav/limits/api-deleted.txt', 'exclusive')).status).toBe(200);
+      expect((await dav.put('/dav/limits/api-deleted.txt', 'y')).status).toBe(423);
+      const { id } = await stack.env.db('resources').where({ name: 'api-deleted.txt' }).whereNull('deleted_at').first('id');
+      expect((await stack.admin.delete(`/v1/files/${id}`)).status).toBe(200);
+
+      expect((await dav.put('/dav/limits/api-deleted.txt', 'z')).status).toBe(201);
+      const discovery = await dav.propfind('/dav/limits/api-deleted.txt', '0', '<D:propfind xmlns:D="DAV:"><D:prop><D:lockdiscovery/></D:prop></D:propfind>');
+      expect(discovery.text).not.toContain('<D:activelock>');
+    });
+
     test('at most 100 locks per resource', async () => {
       expect((await dav.put('/dav/limits/shared.txt', 'x')).status).toBe(201);
       for (let i = 0; i < 100; i++) expect((await lock('/dav/limits/shared.txt', 'shared')).status).toBe(200);

@@ -17,6 +17,8 @@ export interface DavLock {
   path: string;
   /** The lock root's href, as answered in lockroot. */
   href: string;
+  /** The resource the lock was taken on, when one was there; see DavRequest.lookupLocks. */
+  resourceId?: string;
   depth: LockDepth;
   scope: LockScope;
   owner: XmlElement | null;

@@ -1,8 +1,8 @@
 import type { Request, Response } from 'express';
 import type { Principal } from '../auth/principal.service';
 import { DavError } from './dav.errors';
-import { locksCovering, type DavLock, type DavLockStore } from './dav.locks';
-import { isWithin, parseDavPath, parseDestination, type DavPath } from './dav.paths';
+import { locksCovering, type DavLock, type DavLockStore, type LockQuery } from './dav.locks';
+import { isWithin, parseDavPath, parseDestination, pathOf, type DavPath } from './dav.paths';
 import { etagOf, type QuotaFigures } from './dav.props';
 import type { DavService } from './dav.service';
 import type { DavTree, Resolved, Writer } from './dav.tree';
@@ -62,10 +62,40 @@ export class DavRequest {
   locksCovering(path: string): Promise<DavLock[]> {
     let found = this.covering.get(path);
     if (!found) {
-      found = this.services.locks.lookup(this.userId, { covering: [path] });
+      found = this.lookupLocks({ covering: [path] });
       this.covering.set(path, found);
     }
     return found;
+  }
+
+  /**
+   * The caller's active locks that the query names, without those whose root no longer holds the
+   * resource they were taken on: the API, the sync client and the trash move and delete resources
+   * without knowing WebDAV's locks, so a lock is checked against the tree when it is read, and one
+   * that outlived its resource is removed then. Locks are few; each distinct root costs one lookup
+   * per path segment.
+   */
+  async lookupLocks(query: LockQuery): Promise<DavLock[]> {
+    const locks = await this.services.locks.lookup(this.userId, query);
+    if (locks.length === 0) return locks;
+    const holders = new Map<string, Promise<string | null | undefined>>();
+    const holderOf = (key: string) => {
+      let found = holders.get(key);
+      if (!found) {
+        const path = pathOf(key === '' ? [] : key.split('/').slice(1));
+        found = this.resolve(path).then((r) => (r.node === undefined ? undefined : r.node.kind === 'resource' ? r.node.record.id : null));
+        holders.set(key, found);
+      }
+      return found;
+    };
+    const live: DavLock[] = [];
+    for (const lock of locks) {
+      const holder = await holderOf(lock.path);
+      const outlived = holder === undefined || (lock.resourceId !== undefined && holder !== lock.resourceId);
+      if (!outlived) live.push(lock);
+      else await this.services.locks.remove(this.userId, lock.token);
+    }
+    return live;
   }
 
   destination(): DavPath {
@@ -111,7 +141,7 @@ export class DavRequest {
   async guard(...targets: Guarded[]): Promise<void> {
     const covering = targets.map((t) => t.path);
     const below = targets.filter((t) => t.tree).map((t) => t.path);
-    const locks = await this.services.locks.lookup(this.userId, { covering, below });
+    const locks = await this.lookupLocks({ covering, below });
     if (locks.length === 0) return;
     for (const t of targets) {
       const relevant = locksCovering(locks, t.path);

@@ -61,6 +61,7 @@ export async function lock(r: DavRequest): Promise<void> {
   const granted = await locks.grant(r.userId, {
     path: target.path.key,
     href: hrefOf(target.path.segments, target.node ? isCollection(target.node) : false),
+    ...(target.node?.kind === 'resource' && { resourceId: target.node.record.id }),
     depth: depth === '0' ? '0' : 'infinity',
     scope,
     owner: owner && elements(owner).length + owner.children.length > 0 ? owner : null,

@@ -45,7 +45,7 @@ export async function propfind(r: DavRequest): Promise<void> {
   const request = parsePropfind(await readXml(r.req));
   const target = await r.resolve();
   if (!target.node) throw new DavError(404, 'nothing at this path');
-  const { quota, locks } = r.services;
+  const { quota } = r.services;
   const withLocks = wantsLocks(request);
   const ctx: PropContext = { locks: withLocks ? await r.locksCovering(target.path.key) : [], quota: wantsQuota(request) ? await quota.figures(r.userId) : undefined };
   const dead = wantsDead(request);
@@ -67,7 +67,7 @@ export async function propfind(r: DavRequest): Promise<void> {
       const props = dead ? await r.services.dav.propertiesOf(r.userId, page.map((m) => m.id)) : new Map<string, DeadProperty[]>();
       const memberPaths = page.map((m) => [...target.path.segments, m.name]);
       const pageCtx: PropContext = withLocks
-        ? { ...ctx, locks: await locks.lookup(r.userId, { covering: [target.path.key], rootedAt: memberPaths.map((s) => s.map((n) => `/${n}`).join('')) }) }
+        ? { ...ctx, locks: await r.lookupLocks({ covering: [target.path.key], rootedAt: memberPaths.map((s) => s.map((n) => `/${n}`).join('')) }) }
         : ctx;
       for (const [i, m] of page.entries()) {
         if (res.destroyed) return;
