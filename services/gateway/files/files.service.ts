@@ -3,7 +3,7 @@ import type { ListedFile, ListingRepository } from '../../../shared/db/repositor
 import type { ChangeAuthor, OwnerTransactions } from '../../../shared/db/owner.transaction';
 import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
 import type { FileSortColumn, PageResult, ResourceRecord } from '../../../shared/db/repositories/resource.record';
-import { invalid, notFound } from '../../../shared/errors';
+import { AppError, invalid, notFound } from '../../../shared/errors';
 import { isId, newId } from '../../../shared/ids';
 import { extensionOf, normalizeName } from '../../../shared/names';
 import { ContentNotFoundError, type ContentHandle, type ContentStore, type StagedContent } from '../../../shared/storage/content.store';
@@ -41,7 +41,10 @@ export interface UploadInput {
   expectedSha256?: string;
   /** The resumable upload these bytes come from: its reservation ends in the transaction that commits them. */
   uploadId?: string;
-  /** Picks the name to store under the owner's lock, instead of a clash being NAME_CONFLICT (share-link uploads). */
+  /**
+   * Picks another name under the owner's lock when the declared one is taken, instead of the clash being
+   * NAME_CONFLICT (share-link uploads); asked only after the insert under the declared name was refused.
+   */
   freeName?: (trx: import('knex').Knex.Transaction, folderId: string | null, name: string) => Promise<string>;
 }
 
@@ -171,7 +174,6 @@ export class FilesService {
       },
       decide: async (trx, clock) => {
         const { id, folderId, extension } = target;
-        const name = input.freeName ? await input.freeName(trx, folderId, target.name) : target.name;
         const repo = this.resources.withTransaction(trx);
         if (folderId !== null && !(await repo.findActive(userId, folderId, 'folder'))) throw notFound('no such folder');
         // A resumable upload's bytes were reserved at its creation: they are in the quota already.
@@ -179,7 +181,7 @@ export class FilesService {
         const quota = new QuotaGuard(trx, this.quota);
         await quota.admit(userId, { adds: staged.size - reserved });
         const now = new Date();
-        const record: Omit<ResourceRecord, 'changeSeq' | 'changeDeviceId'> = {
+        const named = (name: string): Omit<ResourceRecord, 'changeSeq' | 'changeDeviceId'> => ({
           id,
           userId,
           parentId: folderId,
@@ -196,9 +198,18 @@ export class FilesService {
           rev: 1,
           contentAt: now,
           contentDeviceId: deviceId,
-        };
+        });
         const change = clock.next();
-        await repo.insert({ ...record, change });
+        let record = named(target.name);
+        try {
+          await repo.insert({ ...record, change });
+        } catch (err) {
+          // The sibling-name key refused the declared name; a failed statement leaves the transaction
+          // usable (statement rollback), so the free name is looked for only when one is needed.
+          if (!input.freeName || !(err instanceof AppError && err.code === 'NAME_CONFLICT')) throw err;
+          record = named(await input.freeName(trx, folderId, target.name));
+          await repo.insert({ ...record, change });
+        }
         const dropped = await quota.makeRoom(userId);
         return {
           key: contentKey(deviceId, id, extension),
