@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 import { MAINTENANCE_QUEUE } from '../../shared/queue/maintenance.contract';
 import { SYNC_QUEUE_NAME } from '../../shared/queue/ring.contract';
+import { THUMBNAIL_QUEUE } from '../../shared/queue/thumbnail.contract';
 import { Api } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 
@@ -114,7 +115,7 @@ test('an admin’s Bearer token opens the dashboard and its queue API lists the 
   expect(page.headers.get('content-type')).toMatch(/^text\/html/);
   const api = await admin.get('/admin/queues/api/queues');
   expect(api.status).toBe(200);
-  expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual([SYNC_QUEUE_NAME, MAINTENANCE_QUEUE].sort());
+  expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual([SYNC_QUEUE_NAME, MAINTENANCE_QUEUE, THUMBNAIL_QUEUE].sort());
 });
 
 test('the page names no outside host and carries a same-origin Content-Security-Policy', async () => {

@@ -4,7 +4,16 @@ import { TrashRepository } from '../../shared/db/repositories/trash.repository';
 import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { createLogger } from '../../shared/logger';
-import { EXPIRE_UPLOADS_JOB, EXPIRE_VERSIONS_JOB, MAINTENANCE_QUEUE, PURGE_TRASH_JOB, purgeIntervalMs, uploadExpirySweepMs } from '../../shared/queue/maintenance.contract';
+import {
+  EXPIRE_UPLOADS_JOB,
+  EXPIRE_VERSIONS_JOB,
+  MAINTENANCE_QUEUE,
+  PURGE_TRASH_JOB,
+  purgeIntervalMs,
+  SWEEP_THUMBNAILS_JOB,
+  THUMBNAIL_SWEEP_MS,
+  uploadExpirySweepMs,
+} from '../../shared/queue/maintenance.contract';
 import { redisOptions } from '../../shared/redis/redis.connection';
 import { startMaintenance, type MaintenanceWorkers } from '../../services/worker/maintenance.workers';
 import { Api } from '../support/client';
@@ -75,12 +84,14 @@ describe('with the maintenance worker in this process', () => {
     const queue = new Queue(MAINTENANCE_QUEUE, { connection: redisOptions(env.config.redisUrl, 'producer'), prefix: env.config.queuePrefix });
     try {
       const schedulers = await queue.getJobSchedulers();
-      // One scheduler per task: the trash purge, and beside it the expiry of resumable uploads and of versions.
+      // One scheduler per task: the trash purge, and beside it the expiry of resumable uploads and of
+      // versions, and the sweep of thumbnails whose content is gone.
       const byKey = schedulers.map((s) => ({ key: s.key, name: s.name, every: Number(s.every) })).sort((a, b) => a.key.localeCompare(b.key));
       expect(byKey).toEqual([
         { key: EXPIRE_UPLOADS_JOB, name: EXPIRE_UPLOADS_JOB, every: uploadExpirySweepMs(env.config.uploadExpiryMs) },
         { key: EXPIRE_VERSIONS_JOB, name: EXPIRE_VERSIONS_JOB, every: purgeIntervalMs(retentionMs(env.config.versionRetentionDays)) },
         { key: PURGE_TRASH_JOB, name: PURGE_TRASH_JOB, every: 1000 },
+        { key: SWEEP_THUMBNAILS_JOB, name: SWEEP_THUMBNAILS_JOB, every: THUMBNAIL_SWEEP_MS },
       ]);
       const purgeRun = async () => (await queue.getJobs(['completed'])).find((job) => job.name === PURGE_TRASH_JOB);
       // Eventually: a completed purge run.
