@@ -141,6 +141,8 @@ test('rename through the actions menu; a taken name is an alert in words; delete
   const dialog = page.getByRole('dialog');
   await dialog.getByRole('textbox', { name: 'Name' }).fill('Reports');
   await dialog.getByRole('button', { name: 'Rename' }).click();
+  // A rename is a sync op a worker applies: on a busy machine its refusal may take a while.
+  await dialog.getByRole('alert').waitFor({ timeout: 30_000 });
   await expect(dialog.getByRole('alert').textContent()).resolves.toMatch(/already taken/);
   await dialog.getByRole('textbox', { name: 'Name' }).fill('minutes.txt');
   await dialog.getByRole('button', { name: 'Rename' }).click();
