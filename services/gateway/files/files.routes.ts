@@ -1,6 +1,5 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import multer from 'multer';
-import { AppError, invalid, tooLarge } from '../../../shared/errors';
+import { invalid } from '../../../shared/errors';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { paging, queryString, singleParam } from '../http/request';
 import { sha256FromHexField } from '../content/digest';
@@ -8,7 +7,8 @@ import type { StagedContent } from '../../../shared/storage/content.store';
 import type { UploadStaging } from '../uploads/upload.staging';
 import { toFileView, toFolderView } from './files.presenter';
 import { optionalResourceId, type FileSortColumn, type FilesService } from './files.service';
-import { feedNotingFileType, fileNameIsUtf8, fileTypeDeclared } from './part.headers';
+import { fileMultipart } from './file.multipart';
+import { fileNameIsUtf8, fileTypeDeclared } from './part.headers';
 import { discardRest as refuseUnread } from '../content/content.routes';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -20,27 +20,6 @@ const SORTS: Record<string, FileSortColumn> = {
   added_at: 'created_at',
 };
 
-/** Multer failures in the API's error codes; the storage engine has already removed partial files. */
-export function uploadError(err: unknown, maxUploadBytes: number): AppError {
-  if (err instanceof multer.MulterError) {
-    if (err.code === 'LIMIT_FILE_SIZE') return tooLarge(maxUploadBytes);
-    if (err.code === 'LIMIT_FILE_COUNT' || err.code === 'LIMIT_UNEXPECTED_FILE') {
-      return invalid('exactly one file is expected, in the part named "file"');
-    }
-    return invalid(`malformed upload: ${err.message}`);
-  }
-  if (err instanceof AppError) return err;
-  return invalid('malformed multipart body');
-}
-
-/**
- * Buffers of busboy's parser and of the file stream it feeds. The stock 16 KiB is less than one socket
- * read (64 KiB), so every read paused the request until the staging writer caught up; with 1 MiB the
- * socket keeps flowing while the hash and the disk write run, as on the PUT path (a few percent less
- * CPU per upload: docs/BENCHMARKS.md, "Multipart beside PUT").
- */
-const PARSER_BUFFER = 1024 * 1024;
-
 export function fileRoutes(
   files: FilesService,
   storage: UploadStaging,
@@ -48,21 +27,7 @@ export function fileRoutes(
   authenticated: ReturnType<typeof requireUser>,
 ): Router {
   const router = Router();
-  const options: multer.Options & { streamHandler: typeof feedNotingFileType; defCharset: string; highWaterMark: number; fileHwm: number } = {
-    storage,
-    // multer 2 passes these to busboy; @types/multer lacks them.
-    highWaterMark: PARSER_BUFFER,
-    fileHwm: PARSER_BUFFER,
-    // File names in Content-Disposition are UTF-8 in every current client (checked in part.headers.ts).
-    defParamCharset: 'utf8',
-    // Text fields arrive as raw bytes (one char per byte) and are decoded strictly below, so that
-    // invalid UTF-8 is refused rather than turned into U+FFFD.
-    defCharset: 'latin1',
-    limits: { fileSize: maxUploadBytes, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12, headerPairs: 100 },
-    // multer 2 options missing from @types/multer (defCharset too): tells whether the file part declared a type.
-    streamHandler: feedNotingFileType,
-  };
-  const multipart = multer(options).single('file');
+  const multipart = fileMultipart(storage, maxUploadBytes);
 
   const receiveUpload = (req: Request, res: Response, next: NextFunction) => {
     if (!req.is('multipart/form-data')) return next(invalid('the upload must be multipart/form-data'));
@@ -70,7 +35,7 @@ export function fileRoutes(
     // Refused before the body is read when its declared length already cannot fit in the quota.
     const declared = Number.isSafeInteger(length) && length > 0 ? files.checkDeclaredSize(principalOf(req).userId, length) : Promise.resolve();
     declared.then(
-      () => multipart(req, res, (err?: unknown) => next(err ? uploadError(err, maxUploadBytes) : undefined)),
+      () => multipart(req, res, next),
       (err: unknown) => {
         refuseUnread(req);
         next(err);

@@ -1,13 +1,12 @@
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { Knex } from 'knex';
-import multer from 'multer';
 import { LinkRepository } from '../../../shared/db/repositories/link.repository';
 import { invalid } from '../../../shared/errors';
 import type { StagedContent } from '../../../shared/storage/content.store';
 import { discardRest } from '../content/content.routes';
-import { uploadError } from '../files/files.routes';
+import { fileMultipart } from '../files/file.multipart';
 import type { FilesService } from '../files/files.service';
-import { feedNotingFileType, fileNameIsUtf8, fileTypeDeclared } from '../files/part.headers';
+import { fileNameIsUtf8, fileTypeDeclared } from '../files/part.headers';
 import type { UploadStaging } from '../uploads/upload.staging';
 
 /** Longest name, in characters (code points), as every resource name (shared/names.ts). */
@@ -47,19 +46,6 @@ export function firstFreeName(userId: string) {
   };
 }
 
-/** The multipart parser of upload links: one part `file`, as POST /files, staged in the content store. */
-export function linkMultipart(storage: UploadStaging, maxUploadBytes: number): RequestHandler {
-  const options: multer.Options & { streamHandler: typeof feedNotingFileType; defCharset: string } = {
-    storage,
-    defParamCharset: 'utf8',
-    defCharset: 'latin1',
-    limits: { fileSize: maxUploadBytes, files: 1, fields: 10, fieldSize: 64 * 1024, parts: 12, headerPairs: 100 },
-    streamHandler: feedNotingFileType,
-  };
-  const single = multer(options).single('file');
-  return (req: Request, res: Response, next: NextFunction) => single(req, res, (err?: unknown) => next(err ? uploadError(err, maxUploadBytes) : undefined));
-}
-
 export interface LinkUploadTarget {
   ownerId: string;
   deviceId: string;
@@ -78,7 +64,7 @@ export class LinkUploads {
     private readonly storage: UploadStaging,
     maxUploadBytes: number,
   ) {
-    this.multipart = linkMultipart(storage, maxUploadBytes);
+    this.multipart = fileMultipart(storage, maxUploadBytes);
   }
 
   /** Reads the body (after the early quota check); resolves with the staged file. */
