@@ -1,6 +1,5 @@
 import type { Queue } from 'bullmq';
-import express, { type Express, type RequestHandler } from 'express';
-import { pinoHttp } from 'pino-http';
+import express, { type Express } from 'express';
 import type { Config } from '../../shared/config';
 import type { Db } from '../../shared/db/knex';
 import { ChangeRepository } from '../../shared/db/repositories/change.repository';
@@ -21,7 +20,6 @@ import { ContentWriter } from '../../shared/content/content.writer';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { ChunkListRepository } from '../../shared/chunks/chunk-list.repository';
 import { withChunkListCleanup } from '../../shared/chunks/chunk-lists.cleanup';
-import { newId } from '../../shared/ids';
 import type { Logger } from '../../shared/logger';
 import { requireToken, requireUser } from './auth/auth.middleware';
 import { authRoutes } from './auth/auth.routes';
@@ -51,6 +49,7 @@ import { mountDownloads } from './content/download.routes';
 import { fileRoutes } from './files/files.routes';
 import { FilesService } from './files/files.service';
 import { errorHandler, notFoundHandler, refuseDeepJson } from './http/errors.middleware';
+import { requestLogger } from './http/request.logger';
 import { AdminGate } from './monitoring/dashboard.auth';
 import { dashboardRoutes } from './monitoring/dashboard.routes';
 import { docsRoutes } from './openapi/docs.routes';
@@ -226,29 +225,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // Which X-Forwarded-For hops to believe for req.ip (the address the rate limits count); none by default.
   app.set('trust proxy', config.trustProxy);
   app.use(metrics.http());
-  app.use(
-    pinoHttp({
-      logger,
-      genReqId: (req, res) => {
-        const given = req.headers['x-request-id'];
-        const id = typeof given === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(given) ? given : newId();
-        res.setHeader('X-Request-Id', id);
-        return id;
-      },
-      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' || req.url === '/metrics' },
-      // pino-http adds a made-up Error (with a stack) to every 5xx line; a 503 is a planned answer,
-      // already logged at warn by the error handler, so its line carries no error object.
-      customErrorObject: (_req, res, _err, value: Record<string, unknown>) => {
-        if (res.statusCode !== 503) return value;
-        const { err: _dropped, ...rest } = value;
-        return rest;
-      },
-      serializers: {
-        req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-    }) as RequestHandler,
-  );
+  app.use(requestLogger(logger));
 
   // Downloads first: no other route answers GET on a file's content, and each one passed costs CPU.
   mountDownloads(app, files, store, authenticated);
