@@ -75,11 +75,37 @@ export class DeltaTransfers {
 
   /** Reads a large file once for its SHA-256 and its chunks; a delta upload of the same bytes reuses them. */
   async read(full: string, base?: { id: string; sha256: string }): Promise<string> {
-    // The base's list (kept, else the service's while it holds the base) spares cutting the whole file.
+    // The base's list (kept, else the service's while it holds the base) spares cutting the whole file;
+    // it needs no trust in the base: only chunks whose SHA-256 still holds are taken from it.
     const hint = base ? await this.baseList(base.id, base.sha256).catch(() => undefined) : undefined;
     const got = await this.cut(full, undefined, hint);
     this.read_.set(full, got);
     return got.sha256;
+  }
+
+  /**
+   * After a whole upload of `sha256` from `full`: the chunks read for it become the kept list of the
+   * new base, so the next edit is cut against them without asking the service.
+   */
+  sentWhole(full: string, sha256: string): void {
+    const got = this.read_.get(full);
+    this.read_.delete(full);
+    if (got?.sha256 === sha256) this.journal.putChunkList(sha256, got.chunks);
+  }
+
+  /**
+   * After a whole download of a large file: its chunk list, which the service makes when the content
+   * is written, is kept, so the next delta download copies from the local copy without reading it.
+   * Best effort: without it, the next delta download cuts the local copy instead.
+   */
+  async receivedWhole(id: string, sha256: string, size: number): Promise<void> {
+    if (size < DELTA_THRESHOLD || this.journal.chunkList(sha256)) return;
+    try {
+      const list = await this.session.authed(() => fetchChunkList(this.session.client, id, this.signal));
+      if (list.sha256 === sha256 && list.chunking.algorithm === CHUNKING.algorithm) this.journal.putChunkList(sha256, list.chunks);
+    } catch (err) {
+      if (err instanceof AbortedError) throw err;
+    }
   }
 
   /** The chunk list of the base `sha256`: kept by the journal, else the service's while it still holds that content. */
@@ -137,12 +163,23 @@ export class DeltaTransfers {
       const list = await this.session.authed(() => fetchChunkList(this.session.client, input.id, this.signal));
       // Cut another way, the lists share no chunks: a whole download is cheaper.
       if (list.chunking.algorithm !== CHUNKING.algorithm) return undefined;
-      // Without a kept list, the local base is cut against the new one: only around the changes.
-      const base = this.journal.chunkList(input.baseSha256) ?? (await chunkFileAgainst(input.basePath, list.chunks)).chunks;
+      // The local copy is trusted to hold its base (the scan found its size and mtime unchanged, or
+      // hashed it this run); the SHA-256 of the result checks that trust.
+      const read = this.read_.get(input.basePath);
+      const base =
+        this.journal.chunkList(input.baseSha256) ??
+        (read?.sha256 === input.baseSha256 ? read.chunks : undefined) ??
+        // Without a list, the local copy is cut against the new one: only around the changes.
+        (await chunkFileAgainst(input.basePath, list.chunks)).chunks;
       const plan = planDelta(base, list.chunks);
       if (plan.dataBytes > list.size * WORTHWHILE) return undefined;
       const moved = await this.assemble(input.id, list, plan.steps, input.basePath, tmp, progress);
-      if (moved.sha256 === list.sha256) this.journal.putChunkList(list.sha256, list.chunks);
+      // A local copy that no longer held its base: the whole download is what is left.
+      if (moved.sha256 !== list.sha256) {
+        await fs.rm(tmp, { force: true });
+        return undefined;
+      }
+      this.journal.putChunkList(list.sha256, list.chunks);
       const note = { movedBytes: moved.fetched, size: list.size };
       this.journal.countDelta(note.movedBytes, note.size - note.movedBytes);
       return { sha256: moved.sha256, expected: list.sha256, note };

@@ -98,7 +98,9 @@ export class Transfers {
     } finally {
       bar.done();
     }
-    return { tmp, sha256: hash.digest('hex'), expected };
+    const sha256 = hash.digest('hex');
+    if (sha256 === expected) await this.delta.receivedWhole(id, sha256, size);
+    return { tmp, sha256, expected };
   }
 
   /**
@@ -112,12 +114,16 @@ export class Transfers {
       const fingerprint = `size ${input.size} mtime ${input.mtimeMs}`;
       const pending = this.journal.upload(input.id, input.path, fingerprint);
       const id = pending?.id ?? input.id;
-      return this.resumable(full, input.path, input.size, fingerprint, { name: input.name, folderId: input.folderId || undefined, id }, id, pending?.url);
+      const file = await this.resumable(full, input.path, input.size, fingerprint, { name: input.name, folderId: input.folderId || undefined, id }, id, pending?.url);
+      if (file.sha256) this.delta.sentWhole(full, file.sha256);
+      return file;
     }
     const content = await openAsBlob(full);
-    return this.session.authed(() =>
+    const file = await this.session.authed(() =>
       this.session.client.uploadFile({ content, name: input.name, folderId: input.folderId || undefined, id: input.id, signal: this.signal }),
     );
+    if (file.sha256) this.delta.sentWhole(full, file.sha256);
+    return file;
   }
 
   /** New content for a known file, on the condition that the service still holds `ifMatch`. */
@@ -130,12 +136,16 @@ export class Transfers {
     }
     if (input.size > RESUMABLE_THRESHOLD) {
       const pending = this.journal.upload(input.id, input.path, input.sha256);
-      return this.resumable(full, input.path, input.size, input.sha256, { fileId: input.id, sha256: input.sha256 }, input.id, pending?.url, input.ifMatch || undefined);
+      const file = await this.resumable(full, input.path, input.size, input.sha256, { fileId: input.id, sha256: input.sha256 }, input.id, pending?.url, input.ifMatch || undefined);
+      if (file.sha256) this.delta.sentWhole(full, file.sha256);
+      return file;
     }
     const content = await openAsBlob(full);
-    return this.session.authed(() =>
+    const file = await this.session.authed(() =>
       this.session.client.replaceContent(input.id, input.ifMatch ? { content, ifMatch: input.ifMatch, sha256: input.sha256, signal: this.signal } : { content, ifNoneMatch: true, sha256: input.sha256, signal: this.signal }),
     );
+    if (file.sha256) this.delta.sentWhole(full, file.sha256);
+    return file;
   }
 
   private async resumable(
