@@ -1,5 +1,5 @@
 /**
- * `npm run chaos [-- --minutes=3] [-- --workers=3] [-- --devices=12] [-- --redis=cluster] [-- --storage=s3] [-- --keep]`
+ * `npm run chaos [-- --minutes=3] [-- --workers=3] [-- --devices=12] [-- --delta-users=2] [-- --redis=cluster] [-- --storage=s3] [-- --keep]`
  *
  * A fault-injection run against real processes: one gateway and several workers built into dist/,
  * a database of its own on the local MySQL/MariaDB (DATABASE_HOST_URL, default root@127.0.0.1:3306)
@@ -12,7 +12,11 @@
  * (then the same for another master). With `--storage=s3` content lives on a one-node Ceph RGW
  * (scripts/rgw.sh) and a client uploads files over tus through every fault, resuming from HEAD's
  * offset whenever a request fails (the gateway's SIGKILL above all); each finished file is read back
- * and compared at the end. At the end MySQL is checked against every answer; the exit code is non-zero
+ * and compared at the end. Beside them, the two devices of each delta user edit the same 1-4 MiB files
+ * and send every edit as a delta upload (delta.device.ts); at the end each file must hold, byte for
+ * byte, the last write acknowledged, with one rev and one kept version per write, the byte counters
+ * equal to the rows, and staging holding only what the SIGKILLed gateways left, which the staging
+ * sweep removes. At the end MySQL is checked against every answer; the exit code is non-zero
  * when anything was lost, doubled, applied out of order or left hanging.
  */
 import { randomBytes } from 'node:crypto';
@@ -28,6 +32,9 @@ import { ChaosUploader, type UploaderReport } from './uploader';
 import { freePort, RedisServer } from '../support/redis.server';
 import { verify, type DeviceInfo } from './check';
 import { ChaosDevice, type Attempt } from './device';
+import { checkStaging, deltaCounters, deltaUsers, verifyDeltas } from './delta.check';
+import { loadConfig } from '../../shared/config';
+import { createContentStore } from '../../shared/storage/store.factory';
 import { ServiceProcess, type ServiceKind } from '../support/processes';
 import { latencyReport, type FaultEvent } from './report';
 
@@ -40,6 +47,9 @@ const args = Object.fromEntries(
 const MINUTES = Number(args.minutes ?? 3);
 const WORKERS = Number(args.workers ?? 3);
 const DEVICES = Number(args.devices ?? 12);
+const DELTA_USERS = Number(args['delta-users'] ?? 2);
+/** Few kept versions, so the run's many rewrites of large files take little disk. */
+const MAX_VERSIONS = 3;
 const ON_CLUSTER = args.redis === 'cluster';
 const ON_S3 = args.storage === 's3';
 const SYNC_TIMEOUT_MS = 10_000;
@@ -80,6 +90,7 @@ async function main(): Promise<void> {
     SYNC_BATCH_DEADLINE_MS: '5000',
     SYNC_LOCK_WAIT_S: '3',
     SHUTDOWN_TIMEOUT_MS: '3000',
+    MAX_VERSIONS: String(MAX_VERSIONS),
     PORT: String(port),
     WORKER_PORT: '0',
     ...storage,
@@ -104,6 +115,9 @@ async function main(): Promise<void> {
       infos.push({ index: i, userId: u.userId, deviceId: u.deviceId, model: device.model });
     }
 
+    const deltaStats = deltaCounters();
+    const deltas = await deltaUsers(admin, baseUrl, DELTA_USERS, deltaStats, HANG_MS);
+
     const started = Date.now();
     const endAt = started + MINUTES * 60_000;
     let stopping = false;
@@ -111,15 +125,19 @@ async function main(): Promise<void> {
     const loops = devices.map((d) => d.run(() => stopping, () => drainUntil));
     const uploader = ON_S3 ? new ChaosUploader(() => baseUrl, (await admin.createUser('chaos-uploader')).token) : undefined;
     const uploading = uploader?.run(() => stopping);
+    const editing = deltas.flatMap((u) => u.devices.map((d) => d.run(() => stopping, () => drainUntil)));
     const faults = await runFaults({ gateway, workers, redis, queueSlotKey: `{${name}}`, endAt, devices });
 
     stopping = true;
     drainUntil = Date.now() + 60_000;
     log('faults over; letting every device finish the batch in hand');
-    await Promise.all([...loops, uploading]);
+    await Promise.all([...loops, uploading, ...editing]);
     await sleep(3000);
     const verdict = await verify(db, infos, attempts);
     const uploads: UploaderReport | undefined = await uploader?.verify();
+    const deltaVerdict = await verifyDeltas(db, deltas, MAX_VERSIONS);
+    const lastKill = Math.max(0, ...faults.filter((f) => f.name.startsWith('SIGKILL the gateway')).map((f) => f.at));
+    const staging = await checkStaging(createContentStore(loadConfig(env)), lastKill);
     const report = latencyReport(attempts, faults, started);
     const answered = attempts.filter((a) => a.status === 200).length;
     const ops = attempts.filter((a) => a.status === 200).reduce((n, a) => n + Object.keys(a.outcomes ?? {}).length, 0);
@@ -136,9 +154,17 @@ async function main(): Promise<void> {
       console.log(`resumable uploads on S3: ${uploads.completed} finished, ${uploads.resumed} PATCHes resumed after a failure, ${uploads.unconfirmed} whose last answer was lost, ${uploads.mismatches} read back wrong; failed PATCHes by answer: ${JSON.stringify(uploads.failures)}`);
       for (const e of uploads.examples) console.log(`  ! ${e}`);
     }
+    const d = deltaStats;
+    console.log(`delta uploads: ${d.requests} requests, ${d.acknowledged} acknowledged (${d.ackedLate} found committed after a lost answer), ${d.preconditionFailed} answered 412, ${d.rebased} edits redone on the other device's content; failed requests by kind: ${JSON.stringify(d.failures)}; wrong answers: ${d.wrongAnswers}`);
+    const dv = deltaVerdict;
+    console.log(`delta files: ${dv.files}; wrong content: ${dv.wrongContent}; lost writes: ${dv.lost}; doubled: ${dv.doubled}; version counts off: ${dv.versionMismatches}; byte counters off: ${dv.quotaMismatches}; unresolved at the end: ${dv.unresolved}`);
+    console.log(`staging after the run: ${staging.leftByKills} entries left by the gateway's SIGKILLs, ${staging.newer.length} newer; the sweep removed ${staging.swept}, ${staging.afterSweep} left`);
+    for (const e of [...d.examples, ...dv.examples, ...staging.newer]) console.log(`  ! ${e}`);
     for (const line of report) console.log(line);
     for (const e of verdict.examples) console.log(`  ! ${e}`);
-    const bad = verdict.lost + verdict.doubled + verdict.orderViolations + verdict.hung + verdict.inconsistent + (uploads?.mismatches ?? 0);
+    const deltaBad = d.wrongAnswers + (d.failures.hung ?? 0) + dv.wrongContent + dv.lost + dv.doubled + dv.versionMismatches + dv.quotaMismatches + dv.unresolved;
+    const stagingBad = staging.newer.length + staging.afterSweep;
+    const bad = verdict.lost + verdict.doubled + verdict.orderViolations + verdict.hung + verdict.inconsistent + (uploads?.mismatches ?? 0) + deltaBad + stagingBad;
     exitCode = bad > 0 ? 1 : 0;
     console.log(bad > 0 ? 'RESULT: FAILED' : 'RESULT: OK');
   } finally {
