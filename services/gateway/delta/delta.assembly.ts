@@ -8,7 +8,8 @@ import { ChunkListVerifier } from './chunk-list.verifier';
 /** The base content a delta copies from: its size and a way to read a range of it. */
 export interface DeltaBase {
   size: number;
-  read(range: ByteRange): Promise<Readable>;
+  /** The bytes `range` of the base, which become the new content's bytes from `position` on. */
+  read(range: ByteRange, position: number): Promise<Readable>;
 }
 
 /** Copies after merging adjacent ones: each is one read of the base, so their number is bounded. */
@@ -40,7 +41,9 @@ export async function* assembleDelta(body: AsyncIterable<Buffer>, base: DeltaBas
   let verifier: ChunkListVerifier | undefined;
   let copies = 0;
   let pending: ByteRange | undefined;
+  let emitted = 0;
   const emit = function* (piece: Buffer) {
+    emitted += piece.length;
     if (verifier) verifier.update(piece);
     else report.chunks.push(...chunker.update(piece));
     yield piece;
@@ -58,7 +61,7 @@ export async function* assembleDelta(body: AsyncIterable<Buffer>, base: DeltaBas
     pending = undefined;
     if (++copies > MAX_COPIES) throw invalid(`a delta may copy at most ${MAX_COPIES} separate ranges of the base`);
     report.copiedBytes += range.end - range.start + 1;
-    const stream = await base.read(range);
+    const stream = await base.read(range, emitted);
     for await (const piece of stream as AsyncIterable<Buffer>) yield* emit(piece);
   };
   for (; ; kind = (await reader.exact(1))[0]) {
