@@ -107,6 +107,12 @@ export interface ContentHandle {
    * handle is released either way.
    */
   writeTo?(dest: Writable, range?: ByteRange): Promise<void>;
+  /**
+   * Where the driver has it, in place of `read`: copies bytes from `position` into `buf` and resolves
+   * with their count (up to `buf.length`; 0 past the end), so the caller can reuse its buffers from
+   * content to content. The handle stays open until `close`.
+   */
+  readInto?(buf: Buffer, position: number): Promise<number>;
   /** Releases a handle that will not be read. */
   close(): Promise<void>;
 }

@@ -1,17 +1,14 @@
 import type { Response } from 'express';
-import { PassThrough } from 'node:stream';
-import yazl from 'yazl';
+import { crc32 } from 'node:zlib';
 import type { ArchiveFile } from '../../../shared/db/repositories/link.repository';
 import type { ContentStore } from '../../../shared/storage/content.store';
+import { ContentAhead, type Piece } from './content.ahead';
+import { ZipEncoder, type ZipOptions } from './zip.format';
 
 /** Files read from the database per query while an archive is written. */
 const PAGE = 200;
-/** Entries handed to the ZIP writer ahead of the one it is reading: the listing stays this far ahead, no further. */
-const AHEAD = 16;
-/** A file up to this size is read whole ahead of its turn; a larger one streams when its turn comes. */
-const SMALL_FILE = 1024 * 1024;
-/** Bytes of small files read ahead of the writer at most: the archive's memory, whatever the folder's size. */
-const AHEAD_BYTES = 8 * 1024 * 1024;
+/** Bytes queued on the response beyond which the writer waits for it to drain. */
+const HELD_BYTES = 10 * 1024 * 1024;
 
 /** A file of an archive: its content and its path inside the ZIP. */
 export interface ArchiveEntry extends Omit<ArchiveFile, 'id' | 'name'> {
@@ -42,13 +39,15 @@ export async function* walkFolder(links: ArchiveTree, userId: string, rootId: st
   const folders: { id: string; prefix: string }[] = [{ id: rootId, prefix }];
   while (folders.length > 0) {
     const { id, prefix } = folders.pop()!;
-    let after: { name: Buffer; id: string } | null = null;
-    for (;;) {
-      const page = await links.filesAfter(userId, id, after, PAGE);
+    // The next page is asked for as soon as a full one arrives, so its query overlaps the writing.
+    let next: ReturnType<ArchiveTree['filesAfter']> | undefined = links.filesAfter(userId, id, null, PAGE);
+    while (next) {
+      const page: (ArchiveFile & { nameKey: Buffer })[] = await next;
+      const last = page[page.length - 1];
+      next = page.length === PAGE ? links.filesAfter(userId, id, { name: last!.nameKey, id: last!.id }, PAGE) : undefined;
+      // A walk stopped early still settles the query it started.
+      next?.catch(() => undefined);
       for (const file of page) yield { sizeBytes: file.sizeBytes, storageKey: file.storageKey, updatedAt: file.updatedAt, path: prefix + segment(file.name) };
-      if (page.length < PAGE) break;
-      const last = page[page.length - 1]!;
-      after = { name: last.nameKey, id: last.id };
     }
     const subfolders = await links.subfolders(userId, id);
     // Popped from the end: pushed in reverse, they are written in name order.
@@ -56,85 +55,79 @@ export async function* walkFolder(links: ArchiveTree, userId: string, rootId: st
   }
 }
 
-type Content = NodeJS.ReadableStream & { destroy?: () => void };
-
-/** The whole content of a stored object of `size` bytes, asked for as one range (no read past its end). */
-async function readWhole(store: ContentStore, key: string, size: number): Promise<Buffer> {
-  const handle = await store.open(key);
-  const chunks: Buffer[] = [];
-  for await (const chunk of await handle.read(size > 0 ? { start: 0, end: size - 1 } : undefined)) chunks.push(chunk as Buffer);
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-}
-
 /**
- * Streams `entries` as one ZIP (yazl, entries stored as they are: content is mostly compressed already,
- * and deflating would cost the gateway's CPU, not the network). Nothing is held but the entries'
- * names for the central directory and the small files read ahead: a folder of many small files is
- * bound by the store's round trips (open, read) rather than by bytes, so files up to SMALL_FILE are
- * read whole up to AHEAD entries and AHEAD_BYTES in front of the writer, overlapping those trips with
- * the writing; a larger file flows from the store to the client when its turn comes. The response's
- * backpressure holds it all. A failure after the headers left cuts the response, so the client
- * sees a truncated archive, never a complete-looking wrong one.
+ * Streams `entries` as one ZIP, entries stored as they are: content is mostly compressed already,
+ * and deflating would cost the gateway's CPU, not the network. The records are written by hand
+ * (zip.format.ts): the libraries measured (yazl, zip-stream, client-zip, @zip.js/zip.js) compute
+ * CRC-32 in JavaScript and pass each entry through streams of their own, which cost more per 100 KiB
+ * file than sending its bytes, and fflate, which takes the caller's CRC, writes no ZIP64. Here the
+ * CRC is Node's native one, taken as the bytes pass, and each file's bytes are written straight to
+ * the response from the reads ahead (content.ahead.ts), which bound the archive's memory whatever
+ * the folder's size. A failure after the headers left cuts the response, so the client sees a
+ * truncated archive, never a complete-looking wrong one.
  */
-export async function sendArchive(res: Response, store: ContentStore, entries: AsyncIterable<ArchiveEntry>): Promise<void> {
-  const zip = new yazl.ZipFile();
-  let started = 0;
-  let added = 0;
-  let aheadBytes = 0;
+export async function sendArchive(res: Response, store: ContentStore, entries: AsyncIterable<ArchiveEntry>, options: ZipOptions = {}): Promise<void> {
+  const ahead = new ContentAhead(store, entries);
+  const zip = new ZipEncoder(options);
   let failed = false;
-  let wake: (() => void) | undefined;
-  // The content being read: a cut response must release it (an object store's socket), not leave it paused.
-  let reading: Content | undefined;
-  const nudge = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
-  };
+  let drained: (() => void) | undefined;
   const fail = () => {
     if (failed) return;
     failed = true;
-    reading?.destroy?.();
+    ahead.stop();
     res.destroy();
-    nudge();
+    drained?.();
   };
-  zip.on('error', fail);
-  zip.outputStream.on('error', fail);
+  const onDrain = () => drained?.();
   res.on('close', () => {
     if (!res.writableFinished) fail();
   });
-  zip.outputStream.pipe(res);
-  try {
-    for await (const file of entries) {
-      const small = file.sizeBytes <= SMALL_FILE;
-      while (!failed && (added - started >= AHEAD || (small && aheadBytes + file.sizeBytes > AHEAD_BYTES && added > started))) {
-        await new Promise<void>((resolve) => (wake = resolve));
-      }
-      if (failed) return;
-      added++;
-      let content: Promise<Content> | undefined;
-      if (small) {
-        aheadBytes += file.sizeBytes;
-        const bytes = readWhole(store, file.storageKey, file.sizeBytes);
-        // A failure is the writer's to report when it reaches this entry (or nobody's, if it never does).
-        bytes.catch(() => undefined);
-        content = bytes.then((b) => new PassThrough().end(b) as PassThrough);
-      }
-      zip.addReadStreamLazy(file.path, { mtime: file.updatedAt, compress: false, size: file.sizeBytes }, (cb) => {
-        started++;
-        if (small) aheadBytes -= file.sizeBytes;
-        nudge();
-        (content ??= store.open(file.storageKey).then((handle) => handle.read(file.sizeBytes > 0 ? { start: 0, end: file.sizeBytes - 1 } : undefined))).then(
-          (stream) => {
-            reading = stream;
-            if (failed) stream.destroy?.();
-            else cb(null, stream as NodeJS.ReadableStream as never);
-          },
-          (err: Error) => cb(err, undefined as never),
-        );
+  res.on('drain', onDrain);
+  // A piece's memory returns once the socket has its bytes; a failed write cuts the archive.
+  const sent = (piece: Piece) => (err?: Error | null) => (err ? fail() : piece.release());
+  // Writes made in one turn of the event loop leave as one writev.
+  let corked = false;
+  const write = (bytes: Buffer, done?: (err?: Error | null) => void) => {
+    if (!corked) {
+      corked = true;
+      res.cork();
+      process.nextTick(() => {
+        corked = false;
+        res.uncork();
       });
     }
-    if (!failed) zip.end();
+    res.write(bytes, done);
+  };
+  try {
+    for (;;) {
+      const fetch = await ahead.next();
+      if (failed || !fetch) break;
+      const { path, sizeBytes, updatedAt } = fetch.entry;
+      write(zip.begin(path, sizeBytes, updatedAt));
+      let crc = 0;
+      let written = 0;
+      for (;;) {
+        const next = fetch.next();
+        const piece = next instanceof Promise ? await next : next;
+        if (failed || !piece) break;
+        crc = crc32(piece.bytes, crc);
+        written += piece.bytes.length;
+        write(piece.bytes, sent(piece));
+      }
+      if (failed) break;
+      if (written !== sizeBytes) throw new Error(`${path}: ${written} bytes read of ${sizeBytes}`);
+      write(zip.end(crc));
+      ahead.written();
+      // Headers and descriptors are not counted in the reads' bound: a slow client holds the writer here.
+      while (!failed && res.writableLength > HELD_BYTES) await new Promise<void>((resolve) => (drained = resolve));
+    }
+    if (failed) return;
+    for (const bytes of zip.finish()) write(bytes);
+    ahead.finish();
+    res.end();
   } catch {
     fail();
+  } finally {
+    res.off('drain', onDrain);
   }
 }

@@ -47,6 +47,8 @@ const READ_CHUNK = 1024 * 1024;
 // reads through promises and allocates more per read, and downloads are bound by reads and garbage.
 const openFd = (file: string) => promisify(open)(file, 'r');
 const closeFd = promisify(close);
+const readAt = (fd: number, buf: Buffer, position: number) =>
+  new Promise<number>((resolve, reject) => read(fd, buf, 0, buf.length, position, (err, n) => (err ? reject(err) : resolve(n))));
 
 /**
  * The calls a read stream makes on a descriptor, with its close made at once: closing a descriptor
@@ -175,6 +177,7 @@ export class LocalContentStore implements ContentStore {
             closeSync(fd);
           }
         },
+        readInto: (buf: Buffer, position: number) => readAt(fd, buf, position),
         close: () => closeFd(fd),
       };
     } catch (err) {

@@ -1,0 +1,236 @@
+import type { Readable } from 'node:stream';
+import type { ContentHandle, ContentStore } from '../../../shared/storage/content.store';
+import { Budget, CHUNK, Slabs, type Slab } from './ahead.memory';
+
+/** What a file to read ahead needs: where its content is and how many bytes it holds. */
+export interface AheadEntry {
+  storageKey: string;
+  sizeBytes: number;
+}
+
+/** Files opened and read ahead of the one being written, at most: the descriptors or requests in flight. */
+const AHEAD_ENTRIES = 16;
+/** Bytes read ahead of the writer and not yet handed to the socket, at most: the archive's memory. */
+const AHEAD_BYTES = 8 * 1024 * 1024;
+
+/** Bytes to write; `release` gives their memory back once the socket has taken them. */
+export interface Piece {
+  bytes: Buffer;
+  release(): void;
+}
+
+/** One file's content as it is read: its pieces in order, then its end or the reason it has none. */
+export class Fetch<E extends AheadEntry = AheadEntry> {
+  private readonly pieces: Piece[] = [];
+  private done = false;
+  private error: unknown;
+  private wake: (() => void) | undefined;
+
+  constructor(readonly entry: E) {}
+
+  push(piece: Piece): void {
+    this.pieces.push(piece);
+    this.nudge();
+  }
+
+  finish(error?: unknown): void {
+    this.done = true;
+    this.error = error;
+    this.nudge();
+  }
+
+  /** The next piece, or undefined once all were taken; rejects with a read's failure. */
+  next(): Piece | undefined | Promise<Piece | undefined> {
+    const piece = this.pieces.shift();
+    if (piece) return piece;
+    if (this.done) {
+      if (this.error !== undefined) return Promise.reject(this.error);
+      return undefined;
+    }
+    return new Promise<void>((resolve) => (this.wake = resolve)).then(() => this.next());
+  }
+
+  private nudge(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+}
+
+/**
+ * Reads the contents of `entries` ahead of the ZIP writer, in their order, within AHEAD_ENTRIES
+ * files and AHEAD_BYTES: a folder of many small files is bound by the store's round trips (open,
+ * read, close) rather than by bytes, so those trips overlap with each other and with the writing.
+ * On a store that reads into the caller's buffers (local disk) the bytes land in reused slabs; on an
+ * object store each file is one GET whose body chunks are held as they come.
+ */
+export class ContentAhead<E extends AheadEntry> {
+  private readonly queue: Fetch<E>[] = [];
+  private readonly slabs = new Slabs();
+  private readonly budget = new Budget(AHEAD_BYTES);
+  private inFlight = 0;
+  private listed = false;
+  private failure: unknown;
+  private stopped = false;
+  private wakeWriter: (() => void) | undefined;
+  private wakeReader: (() => void) | undefined;
+  /** Object-store bodies being read, destroyed when the archive stops. */
+  private readonly streams = new Set<Readable>();
+
+  constructor(
+    private readonly store: ContentStore,
+    entries: AsyncIterable<E>,
+  ) {
+    void this.run(entries);
+  }
+
+  /** The next file, its content being read, or undefined after the last; rejects when listing failed. */
+  async next(): Promise<Fetch<E> | undefined> {
+    for (;;) {
+      if (this.failure !== undefined) throw this.failure;
+      const fetch = this.queue.shift();
+      if (fetch) return fetch;
+      if (this.listed || this.stopped) return undefined;
+      await new Promise<void>((resolve) => (this.wakeWriter = resolve));
+    }
+  }
+
+  /** The writer has written a file whole: another may be read ahead. */
+  written(): void {
+    this.inFlight--;
+    this.wakeRead();
+  }
+
+  /** Once the archive is written whole. */
+  finish(): void {
+    this.slabs.close();
+  }
+
+  /**
+   * Stops reading (the response is gone or failed): waiters are let go, object-store bodies
+   * destroyed; a file being read is closed once its read returns. Pieces not yet written are never
+   * released, so no slab goes back to the pool while a read may still land in it.
+   */
+  stop(): void {
+    this.stopped = true;
+    this.budget.abort();
+    this.wakeRead();
+    for (const stream of this.streams) stream.destroy();
+    this.streams.clear();
+  }
+
+  /** A piece's memory returns once the socket took its bytes. */
+  private piece(bytes: Buffer, slab?: Slab): Piece {
+    return {
+      bytes,
+      release: () => {
+        this.budget.give(bytes.length);
+        if (slab) this.slabs.release(slab);
+      },
+    };
+  }
+
+  private async run(entries: AsyncIterable<E>): Promise<void> {
+    try {
+      for await (const entry of entries) {
+        while (this.inFlight >= AHEAD_ENTRIES && !this.stopped) await new Promise<void>((resolve) => (this.wakeReader = resolve));
+        if (this.stopped) return;
+        const fetch = new Fetch<E>(entry);
+        this.inFlight++;
+        this.queue.push(fetch);
+        this.wake();
+        if (entry.sizeBytes <= CHUNK) {
+          // Reserved in order, read at once: several small files are read at the same time.
+          await this.budget.take(entry.sizeBytes);
+          if (this.stopped) return;
+          void this.read(fetch);
+        } else {
+          await this.read(fetch);
+        }
+      }
+      this.listed = true;
+    } catch (err) {
+      this.failure = err;
+    }
+    this.wake();
+  }
+
+  private wakeRead(): void {
+    const w = this.wakeReader;
+    this.wakeReader = undefined;
+    w?.();
+  }
+
+  private wake(): void {
+    const w = this.wakeWriter;
+    this.wakeWriter = undefined;
+    w?.();
+  }
+
+  /** Reads one file into its pieces; a failure is the writer's to meet when it reaches the file. */
+  private async read(fetch: Fetch<E>): Promise<void> {
+    const { storageKey, sizeBytes } = fetch.entry;
+    const small = sizeBytes <= CHUNK;
+    let handle: ContentHandle | undefined;
+    try {
+      handle = await this.store.open(storageKey);
+      if (this.stopped) return;
+      if (handle.size !== sizeBytes) throw new Error(`the content of ${storageKey} is ${handle.size} bytes, not ${sizeBytes}`);
+      if (handle.readInto) {
+        await this.readInto(fetch, handle, small);
+      } else {
+        // The body's stream releases the handle when it ends, fails or is destroyed.
+        const h = handle;
+        handle = undefined;
+        await this.readStream(fetch, h, small);
+      }
+      fetch.finish();
+    } catch (err) {
+      fetch.finish(err);
+    } finally {
+      await handle?.close().catch(() => undefined);
+    }
+  }
+
+  /** Into slabs, a chunk at a time; a small file's bytes were reserved already. */
+  private async readInto(fetch: Fetch<E>, handle: ContentHandle, reserved: boolean): Promise<void> {
+    const size = fetch.entry.sizeBytes;
+    for (let position = 0; position < size && !this.stopped; ) {
+      const n = Math.min(CHUNK, size - position);
+      if (!reserved) await this.budget.take(n);
+      if (this.stopped) return;
+      const { bytes, slab } = this.slabs.cut(n);
+      for (let filled = 0; filled < n; ) {
+        const got = await handle.readInto!(bytes.subarray(filled), position + filled);
+        if (got === 0) throw new Error(`the content of ${fetch.entry.storageKey} is shorter than its size`);
+        filled += got;
+      }
+      position += n;
+      fetch.push(this.piece(bytes, slab));
+    }
+  }
+
+  /** From the store's response body, its chunks held as they come (one GET per file). */
+  private async readStream(fetch: Fetch<E>, handle: ContentHandle, reserved: boolean): Promise<void> {
+    const size = fetch.entry.sizeBytes;
+    if (size === 0) return handle.close();
+    const stream = await handle.read({ start: 0, end: size - 1 });
+    this.streams.add(stream);
+    if (this.stopped) stream.destroy();
+    let got = 0;
+    try {
+      for await (const chunk of stream) {
+        const bytes = chunk as Buffer;
+        got += bytes.length;
+        if (got > size) throw new Error(`the content of ${fetch.entry.storageKey} is longer than its size`);
+        if (!reserved) await this.budget.take(bytes.length);
+        if (this.stopped) return;
+        fetch.push(this.piece(bytes));
+      }
+    } finally {
+      this.streams.delete(stream);
+      stream.destroy();
+    }
+    if (got < size) throw new Error(`the content of ${fetch.entry.storageKey} is shorter than its size`);
+  }
+}
