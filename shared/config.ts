@@ -39,6 +39,8 @@ export interface Config {
   readonly syncLockWaitS: number;
   /** Thumbnail jobs a worker runs at once, each on one core (THUMBNAIL_CONCURRENCY). */
   readonly thumbnailConcurrency: number;
+  /** Whole uploads of large files ask the workers for their chunk lists after the commit (CHUNK_LISTS_AHEAD). */
+  readonly chunkListsAhead: boolean;
   /** One user's writes holding a database connection at once, per gateway and per worker process. */
   readonly userWriteConcurrency: number;
   /** How long a gateway holds a user's write over that bound before 503 (USER_WRITE_WAIT_MS). */
@@ -116,6 +118,7 @@ const schema = Joi.object({
   SYNC_BATCH_DEADLINE_MS: Joi.number().integer().min(1000).default(10000),
   SYNC_LOCK_WAIT_S: Joi.number().integer().min(1).max(3600).default(5),
   THUMBNAIL_CONCURRENCY: Joi.number().integer().min(1).max(64).default(1),
+  CHUNK_LISTS_AHEAD: Joi.boolean().default(true),
   USER_WRITE_CONCURRENCY: Joi.number().integer().min(1).max(64).default(2),
   USER_WRITE_WAIT_MS: Joi.number().integer().min(0).max(600000).default(10000),
   PUBLIC_URL: Joi.string().uri({ scheme: ['http', 'https'] }),
@@ -169,7 +172,7 @@ export type ConfigReader = 'all' | 'gateway' | 'worker' | 'tool';
 const GATEWAY_ONLY: readonly string[] = [
   'PORT', 'JWT_SECRET', 'ADMIN_USERNAME', 'ADMIN_PASSWORD', 'ADMIN_EMAIL', 'LOGIN_RATE_LIMIT',
   'LOGIN_ADDRESS_RATE_LIMIT', 'REGISTER_RATE_LIMIT', 'TRUST_PROXY', 'LOGIN_CONCURRENCY', 'LOGIN_QUEUE_TIMEOUT_MS',
-  'AUTH_CACHE_MS', 'FEED_MAX_HELD', 'FEED_MAX_HELD_PER_USER', 'SYNC_TIMEOUT_MS',
+  'AUTH_CACHE_MS', 'FEED_MAX_HELD', 'FEED_MAX_HELD_PER_USER', 'SYNC_TIMEOUT_MS', 'CHUNK_LISTS_AHEAD',
 ];
 /** Variables only the worker uses. */
 const WORKER_ONLY: readonly string[] = ['WORKER_PORT', 'SYNC_CONCURRENCY', 'SYNC_LOCK_MS', 'SYNC_BATCH_DEADLINE_MS', 'SYNC_LOCK_WAIT_S', 'TRASH_RETENTION_DAYS', 'THUMBNAIL_CONCURRENCY'];
@@ -236,6 +239,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, reader: ConfigR
     syncBatchDeadlineMs: value.SYNC_BATCH_DEADLINE_MS,
     syncLockWaitS: value.SYNC_LOCK_WAIT_S,
     thumbnailConcurrency: value.THUMBNAIL_CONCURRENCY,
+    chunkListsAhead: value.CHUNK_LISTS_AHEAD,
     userWriteConcurrency: value.USER_WRITE_CONCURRENCY,
     userWriteWaitMs: value.USER_WRITE_WAIT_MS,
     publicUrl: value.PUBLIC_URL === undefined ? undefined : String(value.PUBLIC_URL).replace(/\/+$/, ''),

@@ -101,6 +101,8 @@ import { VersionsService } from './versions/versions.service';
 import { ThumbnailRepository } from '../../shared/thumbnails/thumbnail.repository';
 import { ThumbnailRequests } from '../../shared/thumbnails/thumbnail.requests';
 import type { ThumbnailJobData, ThumbnailJobResult } from '../../shared/queue/thumbnail.contract';
+import type { ChunkListJobData, ChunkListJobResult } from '../../shared/queue/chunk-list.contract';
+import { ChunkListRequests } from '../../shared/chunks/chunk-list.requests';
 import { thumbnailRoutes } from './thumbnails/thumbnail.routes';
 import { ThumbnailService } from './thumbnails/thumbnail.service';
 
@@ -115,6 +117,8 @@ export interface GatewayDeps {
   maintenanceQueues?: Queue[];
   /** Where committed images ask for their thumbnails (also on the dashboard); none: no thumbnails are made. */
   thumbnailQueue?: Queue<ThumbnailJobData, ThumbnailJobResult>;
+  /** Where whole uploads of large files ask for their chunk lists (also on the dashboard); none: lists are made when first asked for. */
+  chunkListQueue?: Queue<ChunkListJobData, ChunkListJobResult>;
   /** The content store; by default the one the configuration names. */
   store?: ContentStore;
 }
@@ -152,7 +156,11 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const writeSlots = new UserSlots(config.userWriteConcurrency);
   const owners = new OwnerTransactions(db, deps.changes, userWriteGate(writeSlots, config.userWriteWaitMs));
   const thumbnailRequests = deps.thumbnailQueue ? new ThumbnailRequests(deps.thumbnailQueue, logger) : undefined;
-  const writer = new ContentWriter(owners, store, logger, thumbnailRequests?.committed);
+  const chunkListRequests = deps.chunkListQueue ? new ChunkListRequests(deps.chunkListQueue, logger) : undefined;
+  const writer = new ContentWriter(owners, store, logger, (content) => {
+    thumbnailRequests?.committed(content);
+    if (!content.listed) chunkListRequests?.committed(content);
+  });
   const metrics = new GatewayMetrics(sync.queues);
   const usageRepo = new UsageRepository(db);
   const usage = new UsageService(usageRepo, users);
@@ -232,7 +240,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.use(healthRoutes(new ReadinessService(db, sync, store)));
   app.use(metricsRoutes(metrics.registry));
   app.use(docsRoutes());
-  app.use(dashboardRoutes([...sync.queues, ...(deps.maintenanceQueues ?? []), ...(deps.thumbnailQueue ? [deps.thumbnailQueue] : [])], adminGate.middleware()));
+  app.use(dashboardRoutes([...sync.queues, ...(deps.maintenanceQueues ?? []), ...(deps.thumbnailQueue ? [deps.thumbnailQueue] : []), ...(deps.chunkListQueue ? [deps.chunkListQueue] : [])], adminGate.middleware()));
 
   // WebDAV bodies are raw content or XML, read by its own handlers: it comes before any body parser.
   app.use(DAV_MOUNT, davRouter(davAuth, { tree: davTree, locks: davLocks, dav, quota: davQuota }, logger));

@@ -7,6 +7,7 @@ import type { Db } from '../../shared/db/knex';
 import type { Logger } from '../../shared/logger';
 import { openMaintenanceQueue } from '../../shared/queue/maintenance.contract';
 import { openThumbnailQueue } from '../../shared/queue/thumbnail.contract';
+import { openChunkListQueue } from '../../shared/queue/chunk-list.contract';
 import type { ContentStore } from '../../shared/storage/content.store';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { claimStore } from '../../shared/content/store.identity';
@@ -66,7 +67,8 @@ export async function openGateway(options: GatewayOptions): Promise<OpenGateway>
   });
   const maintenance = openMaintenanceQueue(config, config.queuePrefix);
   const thumbnails = openThumbnailQueue(config, config.queuePrefix);
-  const gateway = buildGateway({ config, jwtSecret, db, sync, changes, logger, maintenanceQueues: [maintenance], thumbnailQueue: thumbnails, store });
+  const chunkLists = config.chunkListsAhead ? openChunkListQueue(config, config.queuePrefix) : undefined;
+  const gateway = buildGateway({ config, jwtSecret, db, sync, changes, logger, maintenanceQueues: [maintenance], thumbnailQueue: thumbnails, chunkListQueue: chunkLists, store });
   const { hasher, storage } = gateway;
   if ((await ensureInitialAdmin(config, db, hasher)) === 'created') logger.info('initial administrator created');
   await Promise.all([hasher.warmUp(), sync.ready(), changes.ready(), gateway.uploads.ready(), gateway.principals.ready(), storage.sweep(STALE_STAGING_MS)]);
@@ -88,7 +90,7 @@ export async function openGateway(options: GatewayOptions): Promise<OpenGateway>
       const [, outcome] = await Promise.all([changes.close(), graceful.close(deadlineMs)]);
       // Uploads cut by the deadline may still be writing their staging files; none may stay behind.
       const unfinishedUploads = await storage.removeInFlight();
-      await Promise.allSettled([sync.close(), maintenance.close(), thumbnails.close(), gateway.close()]);
+      await Promise.allSettled([sync.close(), maintenance.close(), thumbnails.close(), chunkLists?.close(), gateway.close()]);
       return { outcome, unfinishedUploads };
     },
   };

@@ -11,6 +11,7 @@ import { startMaintenance, type MaintenanceWorkers } from './maintenance.workers
 import { startMonitoringServer } from './monitoring.server';
 import { startSyncWorkers, type SyncWorkers } from './sync.workers';
 import { startThumbnails, type ThumbnailWorkers } from './thumbnail.workers';
+import { startChunkLists, type ChunkListWorkers } from './chunk-list.workers';
 import { WorkerMetrics } from './worker.metrics';
 import { workerSession } from './worker.session';
 
@@ -34,6 +35,7 @@ export interface OpenWorker {
   sync: SyncWorkers;
   maintenance: MaintenanceWorkers | undefined;
   thumbnails: ThumbnailWorkers;
+  chunkLists: ChunkListWorkers;
   metrics: WorkerMetrics;
   /** The monitoring endpoints, when they could listen. */
   monitoring: Server | undefined;
@@ -45,10 +47,10 @@ export interface OpenWorker {
   close(deadlineMs?: number): Promise<boolean>;
 }
 
-/** The worker's pool: one connection per ring in progress, one for the sweeper, one for failing a batch, one for maintenance, one per thumbnail job. */
+/** The worker's pool: one connection per ring in progress, one for the sweeper, one for failing a batch, one for maintenance, one per thumbnail job, one for the chunk-list job. */
 export function openWorkerDb(config: Config): Db {
   return createDb(config.databaseUrl, {
-    max: config.syncConcurrency + 3 + config.thumbnailConcurrency,
+    max: config.syncConcurrency + 4 + config.thumbnailConcurrency,
     multipleStatements: true,
     session: workerSession({ lockWaitS: config.syncLockWaitS, deadlineMs: config.syncBatchDeadlineMs }),
   });
@@ -78,6 +80,7 @@ export async function openWorker(options: WorkerOptions): Promise<OpenWorker> {
     const sync = await startSyncWorkers(config, db, logger, recorded);
     const maintenance = options.maintenance === false ? undefined : await startMaintenance(config, db, logger, store);
     const thumbnails = await startThumbnails(config, db, logger, store);
+    const chunkLists = await startChunkLists(config, db, logger, store);
     metrics.observe(sync.workers);
     const port = options.monitoringPort === undefined ? config.workerPort : options.monitoringPort;
     const monitoring = port === null ? undefined : await startMonitoringServer(port, db, sync.workers, logger, metrics.registry, config.host);
@@ -88,11 +91,12 @@ export async function openWorker(options: WorkerOptions): Promise<OpenWorker> {
       sync,
       maintenance,
       thumbnails,
+      chunkLists,
       metrics,
       monitoring,
       async close(deadlineMs = Number.POSITIVE_INFINITY) {
         const deadline = Number.isFinite(deadlineMs) ? new Promise((resolve) => setTimeout(resolve, deadlineMs).unref()) : new Promise(() => undefined);
-        const [finished] = await Promise.all([sync.close(deadlineMs), Promise.race([Promise.all([maintenance?.close(), thumbnails.close()]), deadline])]);
+        const [finished] = await Promise.all([sync.close(deadlineMs), Promise.race([Promise.all([maintenance?.close(), thumbnails.close(), chunkLists.close()]), deadline])]);
         if (!finished) return false;
         const closing = Promise.allSettled([db.destroy(), new Promise((resolve) => (monitoring ? monitoring.close(resolve) : resolve(undefined)))]);
         await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 300).unref())]);

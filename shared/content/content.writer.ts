@@ -16,13 +16,18 @@ export interface ContentPlacement<T> {
   result: T;
 }
 
-/** Told of each content once its commit is done (the thumbnail requests); must not throw or wait. */
-export type ContentCommitted = (content: { storageKey: string; sha256: string; mimeType: string | null }) => void;
+/**
+ * Told of each content once its commit is done (the thumbnail and chunk-list requests); must not
+ * throw or wait. `listed`: the committing path keeps the content's chunk list itself (a delta upload).
+ */
+export type ContentCommitted = (content: { storageKey: string; sha256: string; size: number; mimeType: string | null; listed: boolean }) => void;
 
 export interface CommitInput<T> {
   /** Whose tree changes, and the device whose request changes it. */
   author: ChangeAuthor;
   staged: StagedContent;
+  /** The caller keeps the new content's chunk list itself (a delta upload checked it). */
+  listed?: boolean;
   /** Checks that need no lock (a declared digest); a failure discards the staged bytes, no lock is taken. */
   check?: () => void;
   /** The rows' side, in the owner's transaction: reads, preconditions, writes; names the key. */
@@ -69,7 +74,7 @@ export class ContentWriter {
       });
       const committedKey = placed;
       placed = undefined;
-      if (committedKey) this.committed?.({ storageKey: committedKey, sha256: staged.sha256, mimeType });
+      if (committedKey) this.committed?.({ storageKey: committedKey, sha256: staged.sha256, size: staged.size, mimeType, listed: input.listed ?? false });
       // Only once the commit is done: before that the old bytes are the ones being served.
       for (const key of replaced) if (key) await this.removeReplaced(key);
       return result;

@@ -18,6 +18,12 @@ export const CHUNKING = {
   maxBytes: 512 * 1024,
 } as const;
 
+/**
+ * Files from this size on travel as changes when they can, and the service makes their chunk lists
+ * when they are written: below it, a whole transfer costs about what a chunk list and a local read do.
+ */
+export const DELTA_MIN_BYTES = 4 * 1024 * 1024;
+
 /** One chunk of a content: where it is and the SHA-256 (hex) of its bytes. */
 export interface ContentChunk {
   offset: number;

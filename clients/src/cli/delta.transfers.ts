@@ -2,18 +2,15 @@ import { createHash } from 'node:crypto';
 import { createReadStream, promises as fs } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { File } from '../../../shared/protocol';
-import { CHUNKING, ContentChunker, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
+import { CHUNKING, DELTA_MIN_BYTES, ContentChunker, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
 import { deltaBody, fetchChunkList, fetchRange, planDelta, uploadDelta } from '../sdk/delta';
 import { AbortedError, ApiError } from '../sdk/errors';
 import type { Journal } from './journal';
 import { chunkFileAgainst } from './chunk.reuse';
 import type { Session } from './session';
 
-/**
- * Files from this size on travel as changes when they can (docs/SYNC-CLIENT.md): below it, a whole
- * transfer is about as cheap as the chunk list and the local read that a delta needs.
- */
-export const DELTA_THRESHOLD = 4 * 1024 * 1024;
+/** Files from this size on travel as changes when they can (docs/SYNC-CLIENT.md). */
+export const DELTA_THRESHOLD = DELTA_MIN_BYTES;
 
 /** A delta that would move more than this share of the file goes whole: it would save little. */
 const WORTHWHILE = 0.5;

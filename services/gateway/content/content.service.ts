@@ -27,6 +27,8 @@ export interface ReplaceContentInput extends ContentConditions {
   expectedSha256?: string;
   /** The resumable upload these bytes come from: its reservation ends in the transaction that commits them. */
   uploadId?: string;
+  /** The caller keeps the new content's chunk list itself (a delta upload). */
+  listed?: boolean;
 }
 
 /**
@@ -86,6 +88,7 @@ export class ContentService {
     return this.writer.commit({
       author: { userId, deviceId },
       staged,
+      listed: input.listed,
       check: () => {
         if (!isId(fileId)) throw notFound('no such file');
         if (input.expectedSha256 !== undefined && input.expectedSha256 !== staged.sha256) {

@@ -4,13 +4,15 @@ import type { Logger } from '../../../shared/logger';
 import type { ResourceRepository } from '../../../shared/db/repositories/resource.repository';
 import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import type { ChunkListRepository, StoredChunkList } from '../../../shared/chunks/chunk-list.repository';
-import { CHUNKING, ContentChunker, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
+import { keepChunkList, makeChunkList } from '../../../shared/chunks/chunk-list.making';
+import { CHUNKING, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
 import { ContentNotFoundError, type ContentStore } from '../../../shared/storage/content.store';
 
 /**
- * Chunk lists of files' current contents (`GET /files/:id/chunks`). A list is made from the stored
- * bytes the first time it is asked for, and kept under the content's key: whole uploads (multipart,
- * PUT, tus) pay nothing for it, and a delta upload keeps the list it made while assembling.
+ * Chunk lists of files' current contents (`GET /files/:id/chunks`), kept under the content's key: a
+ * worker makes the list of a large whole upload after its commit (shared/queue/chunk-list.contract.ts),
+ * so the upload itself pays nothing for it; a delta upload keeps the list it checked; any other
+ * content's list is made from the stored bytes the first time it is asked for.
  */
 export class ChunkListsService {
   /** Lists being made, by content key, so that devices asking together read the bytes once. */
@@ -40,11 +42,7 @@ export class ChunkListsService {
 
   /** Keeps the list made while the content's bytes went by (a delta upload); a failure costs only a later remake. */
   async keep(list: StoredChunkList): Promise<void> {
-    try {
-      await this.lists.save(list);
-    } catch (err) {
-      this.logger?.warn({ err, storageKey: list.storageKey }, 'chunk list could not be kept');
-    }
+    await keepChunkList(this.lists, list, this.logger);
   }
 
   private async listOf(file: ResourceRecord): Promise<StoredChunkList> {
@@ -53,22 +51,12 @@ export class ChunkListsService {
     if (kept) return kept;
     let making = this.making.get(key);
     if (!making) {
-      making = this.make(key, file.contentSha256!).finally(() => this.making.delete(key));
+      making = makeChunkList(this.store, this.lists, { storageKey: key, sha256: file.contentSha256! }, this.logger)
+        .then(({ list }) => list)
+        .finally(() => this.making.delete(key));
       this.making.set(key, making);
     }
     return making;
-  }
-
-  private async make(storageKey: string, sha256: string): Promise<StoredChunkList> {
-    const handle = await this.store.open(storageKey);
-    const chunker = new ContentChunker();
-    const chunks: ContentChunk[] = [];
-    const stream = await handle.read();
-    for await (const piece of stream as AsyncIterable<Buffer>) chunks.push(...chunker.update(piece));
-    chunks.push(...chunker.finish());
-    const list = { storageKey, sha256, size: handle.size, chunks };
-    await this.keep(list);
-    return list;
   }
 }
 

@@ -58,6 +58,7 @@ export class DeltaService {
       staged,
       declaredType: input.declaredType,
       expectedSha256: input.expectedSha256,
+      listed: true,
       ...conditions,
     });
     await this.chunkLists.keep({ storageKey: record.storageKey!, sha256: record.contentSha256!, size: record.sizeBytes, chunks: report.chunks });

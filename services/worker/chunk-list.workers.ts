@@ -1,0 +1,47 @@
+import { Worker } from 'bullmq';
+import type { Config } from '../../shared/config';
+import type { Db } from '../../shared/db/knex';
+import type { Logger } from '../../shared/logger';
+import { makeChunkList } from '../../shared/chunks/chunk-list.making';
+import { ChunkListRepository } from '../../shared/chunks/chunk-list.repository';
+import { CHUNK_LIST_QUEUE, type ChunkListJobData, type ChunkListJobResult } from '../../shared/queue/chunk-list.contract';
+import { bullPrefix, closingWith, connectRedis } from '../../shared/redis/redis.connection';
+import { ContentNotFoundError, type ContentStore } from '../../shared/storage/content.store';
+
+export interface ChunkListWorkers {
+  worker: Worker<ChunkListJobData, ChunkListJobResult>;
+  close(): Promise<void>;
+}
+
+/**
+ * Consumes the chunk-list queue one job at a time per worker: a job reads one content once and cuts
+ * it on one core, so lists take at most that core from the sync batches beside them.
+ */
+export async function startChunkLists(config: Config, db: Db, logger: Logger, store: ContentStore): Promise<ChunkListWorkers> {
+  const lists = new ChunkListRepository(db);
+  const connection = connectRedis(config, 'blocking');
+  const worker = closingWith(
+    new Worker<ChunkListJobData, ChunkListJobResult>(
+      CHUNK_LIST_QUEUE,
+      async (job) => {
+        const started = Date.now();
+        try {
+          const { list, made } = await makeChunkList(store, lists, job.data, logger);
+          const result = { made: made ? 1 : 0, chunks: list.chunks.length, gone: 0 };
+          logger.debug({ jobId: job.id, ...result, ms: Date.now() - started }, 'chunk list job done');
+          return result;
+        } catch (err) {
+          // Replaced and removed before its turn: nothing to describe.
+          if (err instanceof ContentNotFoundError) return { made: 0, chunks: 0, gone: 1 };
+          throw err;
+        }
+      },
+      { connection, prefix: bullPrefix(config, config.queuePrefix), concurrency: 1 },
+    ),
+    connection,
+  );
+  worker.on('failed', (job, err) => logger.info({ jobId: job?.id, err: err.message }, 'chunk list job failed'));
+  worker.on('error', (err) => logger.warn({ err: err.message }, 'chunk list worker connection error'));
+  await worker.waitUntilReady();
+  return { worker, close: () => worker.close() };
+}

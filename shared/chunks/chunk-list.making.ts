@@ -1,0 +1,43 @@
+import type { Logger } from '../logger';
+import { ContentChunker, type ContentChunk } from '../protocol/chunking';
+import type { ContentStore } from '../storage/content.store';
+import type { ChunkListRepository, StoredChunkList } from './chunk-list.repository';
+
+/**
+ * Makes a content's chunk list from its stored bytes and keeps it under the content's key, unless one
+ * is kept already. A list whose content was removed while it was being made is removed again: a key
+ * is never reused, so such a row could describe nothing, but it would stay. Throws
+ * ContentNotFoundError when the content is gone before it is read.
+ */
+export async function makeChunkList(
+  store: ContentStore,
+  lists: ChunkListRepository,
+  content: { storageKey: string; sha256: string },
+  logger?: Logger,
+): Promise<{ list: StoredChunkList; made: boolean }> {
+  const kept = await lists.find(content.storageKey);
+  if (kept) return { list: kept, made: false };
+  const handle = await store.open(content.storageKey);
+  const chunker = new ContentChunker();
+  const chunks: ContentChunk[] = [];
+  const stream = await handle.read();
+  for await (const piece of stream as AsyncIterable<Buffer>) chunks.push(...chunker.update(piece));
+  chunks.push(...chunker.finish());
+  const list = { storageKey: content.storageKey, sha256: content.sha256, size: handle.size, chunks };
+  if (await keepChunkList(lists, list, logger)) {
+    // Removed while it was read: its removal may have come before the save, which would then stay.
+    if (!(await store.stat(list.storageKey))) await lists.remove(list.storageKey);
+  }
+  return { list, made: true };
+}
+
+/** Keeps a list (made while the content's bytes went by, or from them); a failure costs only a later remake. */
+export async function keepChunkList(lists: ChunkListRepository, list: StoredChunkList, logger?: Logger): Promise<boolean> {
+  try {
+    await lists.save(list);
+    return true;
+  } catch (err) {
+    logger?.warn({ err, storageKey: list.storageKey }, 'chunk list could not be kept');
+    return false;
+  }
+}
