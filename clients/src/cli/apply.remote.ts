@@ -7,8 +7,7 @@ import { localSha, skipFailed, statOf, toBase, type SyncContext } from './contex
 import { applyDeletions, guardLocalDeletions } from './apply.deletions';
 import { conflictedName, joinPath } from './scan';
 import { park, PARKING, unparkAll } from './parking';
-import { batches, BULK_FILE_MAX } from './bulk.transfers';
-import { ApiError } from '../sdk/errors';
+import { RemoteFetcher, type Fetch } from './apply.fetch';
 
 const exists = async (full: string) => (await statOf(full)) !== undefined;
 
@@ -109,48 +108,12 @@ async function applyChanges(
     return true;
   };
 
-  const download = async (
-    node: RemoteNode,
-    target: string,
-    expect: { mtimeMs: number; size: number } | undefined,
-    /** The base content held at `target`, which a delta download copies its unchanged chunks from. */
-    local?: { path: string; sha256: string },
-  ): Promise<boolean> => {
-    const label = labelOf(node);
-    return place(node, target, expect, await ctx.transfers.download(node.id, label, node.size, node.sha256, local));
-  };
-  const labelOf = (node: RemoteNode) => (live.path(node.parentId) === undefined ? node.name : joinPath(live.path(node.parentId)!, node.name));
-  /** Moves downloaded bytes into place once their SHA-256 is the announced one and nothing was written there meanwhile. */
-  const place = async (
-    node: RemoteNode,
-    target: string,
-    expect: { mtimeMs: number; size: number } | undefined,
-    got: { tmp: string; sha256: string; expected: string },
-  ): Promise<boolean> => {
-    const label = labelOf(node);
-    if (got.expected !== got.sha256) {
-      await fs.rm(got.tmp, { force: true });
-      r.error(`download of ${label} did not match the SHA-256 the service announced; it will be fetched again`);
-      ctx.pending++;
-      return false;
-    }
-    // A local write since the scan wins the place: the download waits for the next pass.
-    const now = await statOf(target);
-    if ((now && !expect) || (now && expect && (now.mtimeMs !== expect.mtimeMs || now.size !== expect.size))) {
-      await fs.rm(got.tmp, { force: true });
-      return false;
-    }
-    // Made 0600 in the state folder; in DIR it gets the mode of any file created here (the umask's).
-    await fs.chmod(got.tmp, 0o666 & ~process.umask());
-    await fs.rename(got.tmp, target);
-    const st = await statOf(target);
-    j.putBase(toBase({ ...node, sha256: got.sha256, size: st?.size ?? node.size }, st));
-    r.line(`downloaded ${label}${ctx.transfers.deltaNote(node.id)}`);
-    return true;
-  };
+  const fetcher = new RemoteFetcher(ctx, live, remote);
+  const download = (node: RemoteNode, target: string, expect: { mtimeMs: number; size: number } | undefined, local?: { path: string; sha256: string }) =>
+    fetcher.download(node, target, expect, local);
 
   const unseen = foldersWithUnseen(remote, base);
-  const fresh: { node: RemoteNode; target: string }[] = [];
+  const fresh: Fetch[] = [];
   for (const id of byDepth(remote)) {
     if (ctx.signal.aborted) break;
     if (ctx.unplaceable.has(id)) continue;
@@ -299,39 +262,9 @@ async function applyChanges(
       if (!skipFailed(ctx, pathIn(remote, id) ?? rn.name, err)) throw err;
     }
   }
-  const fetchNext = async (): Promise<void> => {
-    for (let next = fresh.shift(); next && !ctx.signal.aborted; next = fresh.shift()) {
-      const ok = await download(next.node, next.target, undefined).catch((err: unknown) => {
-        if (!skipFailed(ctx, pathIn(remote, next!.node.id) ?? next!.node.name, err)) throw err;
-        return false;
-      });
-      if (ok) actions++;
-      else live.remove(next.node.id);
-    }
-  };
-  // Small files come many to a response, beside the large ones; a batch the service does not answer whole comes one by one.
-  const small = batches(fresh.filter((f) => f.node.size <= BULK_FILE_MAX), (f) => f.node.size);
-  if (small.length) for (const f of small.flat()) fresh.splice(fresh.indexOf(f), 1);
-  const fetchBulk = async (): Promise<void> => {
-    for (let batch = small.shift(); batch && !ctx.signal.aborted; batch = small.shift()) {
-      const got = await ctx.transfers.bulk.download(batch.map((f) => f.node));
-      if (!got) {
-        fresh.push(...batch);
-        continue;
-      }
-      for (const { node, target } of batch) {
-        const one = got.get(node.id);
-        const ok = await (one === undefined || one instanceof ApiError ? Promise.reject(one ?? new ApiError(404, undefined)) : place(node, target, undefined, one)).catch((err: unknown) => {
-          if (!skipFailed(ctx, pathIn(remote, node.id) ?? node.name, err)) throw err;
-          return false;
-        });
-        if (ok) actions++;
-        else live.remove(node.id);
-      }
-    }
-  };
-  await Promise.all([fetchBulk(), fetchBulk(), fetchNext(), fetchNext(), fetchNext(), fetchNext()]);
-  if (fresh.length) await Promise.all([fetchNext(), fetchNext(), fetchNext(), fetchNext()]);
+  // The bytes of new files come after the walk, several files at a time.
+  await fetcher.fetchAll(fresh);
+  actions += fetcher.actions;
 
   return actions + (await applyDeletions(ctx, remote, base, matched, live));
 }

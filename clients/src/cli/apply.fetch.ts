@@ -1,0 +1,107 @@
+import { promises as fs } from 'node:fs';
+import type { RemoteNode } from './journal';
+import type { LiveTree } from './live.tree';
+import { pathIn } from './match';
+import { skipFailed, statOf, toBase, type SyncContext } from './context';
+import { joinPath } from './scan';
+import { batches, BULK_FILE_MAX } from './bulk.transfers';
+import { ApiError } from '../sdk/errors';
+
+/** A file the pull brings down: its server node and the full path it goes to. */
+export interface Fetch {
+  node: RemoteNode;
+  target: string;
+}
+
+/** What the local disk held at `target` when the pass scanned it; a download only replaces that. */
+type Expect = { mtimeMs: number; size: number } | undefined;
+
+/**
+ * Bringing content down during the pull: downloads land in `.filesync/tmp/` and are moved into place
+ * only once their SHA-256 is the announced one and nothing was written at their place meanwhile.
+ */
+export class RemoteFetcher {
+  actions = 0;
+
+  constructor(
+    private readonly ctx: SyncContext,
+    private readonly live: LiveTree,
+    private readonly remote: Map<string, RemoteNode>,
+  ) {}
+
+  private labelOf(node: RemoteNode): string {
+    const parent = this.live.path(node.parentId);
+    return parent === undefined ? node.name : joinPath(parent, node.name);
+  }
+
+  /** One file's content, whole or (with `local`, the base content held at `target`) as changes. */
+  async download(node: RemoteNode, target: string, expect: Expect, local?: { path: string; sha256: string }): Promise<boolean> {
+    return this.place(node, target, expect, await this.ctx.transfers.download(node.id, this.labelOf(node), node.size, node.sha256, local));
+  }
+
+  /** Moves downloaded bytes into place once their SHA-256 is the announced one and nothing was written there meanwhile. */
+  private async place(node: RemoteNode, target: string, expect: Expect, got: { tmp: string; sha256: string; expected: string }): Promise<boolean> {
+    const { ctx } = this;
+    const label = this.labelOf(node);
+    if (got.expected !== got.sha256) {
+      await fs.rm(got.tmp, { force: true });
+      ctx.reporter.error(`download of ${label} did not match the SHA-256 the service announced; it will be fetched again`);
+      ctx.pending++;
+      return false;
+    }
+    // A local write since the scan wins the place: the download waits for the next pass.
+    const now = await statOf(target);
+    if ((now && !expect) || (now && expect && (now.mtimeMs !== expect.mtimeMs || now.size !== expect.size))) {
+      await fs.rm(got.tmp, { force: true });
+      return false;
+    }
+    // Made 0600 in the state folder; in DIR it gets the mode of any file created here (the umask's).
+    await fs.chmod(got.tmp, 0o666 & ~process.umask());
+    await fs.rename(got.tmp, target);
+    const st = await statOf(target);
+    ctx.journal.putBase(toBase({ ...node, sha256: got.sha256, size: st?.size ?? node.size }, st));
+    ctx.reporter.line(`downloaded ${label}${ctx.transfers.deltaNote(node.id)}`);
+    return true;
+  }
+
+  /** A file that could not be fetched is reported and skipped unless the error ends the pass; its name is free again. */
+  private settle(node: RemoteNode, ok: Promise<boolean>): Promise<void> {
+    return ok
+      .catch((err: unknown) => {
+        if (!skipFailed(this.ctx, pathIn(this.remote, node.id) ?? node.name, err)) throw err;
+        return false;
+      })
+      .then((done) => {
+        if (done) this.actions++;
+        else this.live.remove(node.id);
+      });
+  }
+
+  /**
+   * New files' content: small ones many to a response, beside the large ones one by one; a batch the
+   * service does not answer whole comes one by one.
+   */
+  async fetchAll(fresh: Fetch[]): Promise<void> {
+    const { ctx } = this;
+    const small = batches(fresh.filter((f) => f.node.size <= BULK_FILE_MAX), (f) => f.node.size);
+    if (small.length) for (const f of small.flat()) fresh.splice(fresh.indexOf(f), 1);
+    const fetchNext = async (): Promise<void> => {
+      for (let next = fresh.shift(); next && !ctx.signal.aborted; next = fresh.shift()) await this.settle(next.node, this.download(next.node, next.target, undefined));
+    };
+    const fetchBulk = async (): Promise<void> => {
+      for (let batch = small.shift(); batch && !ctx.signal.aborted; batch = small.shift()) {
+        const got = await ctx.transfers.bulk.download(batch.map((f) => f.node));
+        if (!got) {
+          fresh.push(...batch);
+          continue;
+        }
+        for (const { node, target } of batch) {
+          const one = got.get(node.id);
+          await this.settle(node, one === undefined || one instanceof ApiError ? Promise.reject(one ?? new ApiError(404, undefined)) : this.place(node, target, undefined, one));
+        }
+      }
+    };
+    await Promise.all([fetchBulk(), fetchBulk(), fetchNext(), fetchNext(), fetchNext(), fetchNext()]);
+    if (fresh.length) await Promise.all([fetchNext(), fetchNext(), fetchNext(), fetchNext()]);
+  }
+}
