@@ -190,6 +190,11 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
       for (const [i, node] of batch.entries()) {
         const label = path(node.id);
         const result = results[i]!;
+        // The service was busy with this one file: it goes again on its own.
+        if (result instanceof ApiError && (result.status === 503 || result.status === 429)) {
+          queue.push(node);
+          continue;
+        }
         await transfer(label, async () => {
           if (result instanceof ApiError) throw result;
           return result;

@@ -10,6 +10,12 @@ import type { FilesService } from '../files/files.service';
 import { BodyReader } from '../http/body.reader';
 
 const MAX_HEADER = 64 * 1024;
+/**
+ * Files of one request waiting for their commit. Commits share the owner's transactions, whose queue
+ * refuses a user's writes beyond a bound (shared/db/group.commit.ts); past this many, the request
+ * reads no further until one is done, so two requests of 1000 files at once stay within it.
+ */
+const MAX_COMMITS_WAITING = 64;
 
 function errorOf(err: unknown): { status: number; error: ErrorBody } {
   const app = isAppError(err) ? err : new AppError('INTERNAL', 'the file could not be stored');
@@ -59,7 +65,9 @@ export class BulkService {
   }
 
   private async receive(author: { userId: string; deviceId: string }, reader: BodyReader, results: Promise<BulkUploadResult>[]): Promise<void> {
+    const waiting = new Set<Promise<unknown>>();
     for (;;) {
+      if (waiting.size >= MAX_COMMITS_WAITING) await Promise.race(waiting);
       const length = (await reader.exact(4)).readUInt32BE(0);
       if (length === 0) break;
       if (length > MAX_HEADER) throw invalid(`a bulk file header is at most ${MAX_HEADER} bytes`);
@@ -71,10 +79,13 @@ export class BulkService {
         continue;
       }
       const staged = await this.store.stage(Readable.from(reader.pieces(header.size)), { maxBytes: header.size });
-      results.push(this.commit(author, header, staged).then(
-        (file) => ({ status: header.fileId ? 200 : 201, file: toFileView(file) }),
+      const result = this.commit(author, header, staged).then(
+        (file): BulkUploadResult => ({ status: header.fileId ? 200 : 201, file: toFileView(file) }),
         (err: unknown) => errorOf(err),
-      ));
+      );
+      const settled = result.then(() => void waiting.delete(settled));
+      waiting.add(settled);
+      results.push(result);
     }
     if (!(await reader.atEnd())) throw invalid('the bulk body goes on after its end');
   }
