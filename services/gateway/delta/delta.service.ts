@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import { invalid } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logger';
 import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
@@ -6,6 +5,7 @@ import { ContentNotFoundError, type ContentStore } from '../../../shared/storage
 import type { ContentService } from '../content/content.service';
 import type { ChunkListsService } from './chunk-lists.service';
 import { assembleDelta, type AssemblyReport, type DeltaBase } from './delta.assembly';
+import { stageDelta } from './delta.staging';
 
 export interface DeltaInput {
   userId: string;
@@ -48,9 +48,8 @@ export class DeltaService {
     const conditions = { ifMatch: input.ifMatch };
     const file = await this.content.checkBeforeUpload(input.userId, input.fileId, conditions);
     const report: AssemblyReport = { chunks: [], copiedBytes: 0, literalBytes: 0 };
-    const staged = await this.store.stage(Readable.from(assembleDelta(input.body, this.baseOf(file), report, this.maxUploadBytes)), {
-      maxBytes: this.maxUploadBytes,
-    });
+    const assemble = (base: DeltaBase) => assembleDelta(input.body, base, report, this.maxUploadBytes);
+    const staged = await stageDelta(this.store, file.storageKey, this.baseOf(file), assemble, this.maxUploadBytes).catch((err: unknown) => this.baseGone(file, err));
     const record = await this.content.replaceContent({
       userId: input.userId,
       deviceId: input.deviceId,
@@ -80,12 +79,17 @@ export class DeltaService {
           const handle = await this.store.open(key!);
           return await handle.read(range);
         } catch (err) {
-          if (err instanceof ContentNotFoundError) {
-            await this.content.checkBeforeUpload(file.userId, file.id, { ifMatch: `"${file.contentSha256}"`, ifNoneMatch: undefined });
-          }
-          throw err;
+          return this.baseGone(file, err);
         }
       },
     };
+  }
+
+  /** A failure that found the base gone (read, or copied in the store) answers as the commit would: 412 when it was replaced. */
+  private async baseGone(file: ResourceRecord, err: unknown): Promise<never> {
+    if (err instanceof ContentNotFoundError) {
+      await this.content.checkBeforeUpload(file.userId, file.id, { ifMatch: `"${file.contentSha256}"`, ifNoneMatch: undefined });
+    }
+    throw err;
   }
 }

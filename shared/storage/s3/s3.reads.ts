@@ -32,12 +32,8 @@ export class S3Reads {
 
   /** A handle on the object `objectKey`; `key` (the store's key of it) names it in a not-found error. */
   async open(objectKey: string, key: string): Promise<ContentHandle> {
-    let head = this.heads.get(objectKey);
-    if (!head) {
-      head = await this.head(objectKey);
-      if (!head) throw new ContentNotFoundError(key);
-      this.heads.set(objectKey, head);
-    }
+    const head = await this.known(objectKey);
+    if (!head) throw new ContentNotFoundError(key);
     const { size, etag } = head;
     return {
       size,
@@ -45,6 +41,16 @@ export class S3Reads {
       read: (range?: ByteRange) => this.download(objectKey, key, etag, range),
       close: async () => undefined,
     };
+  }
+
+  /** What a HEAD said of the object, from the cache when it was seen before; undefined when there is none. */
+  async known(objectKey: string): Promise<ObjectHead | undefined> {
+    let head = this.heads.get(objectKey);
+    if (!head) {
+      head = await this.head(objectKey);
+      if (head) this.heads.set(objectKey, head);
+    }
+    return head;
   }
 
   /** The object's size, ETag and date, undefined when there is none. Never cached: a stat is a fresh look. */

@@ -22,7 +22,9 @@ import {
   type StoredObject,
   type UploadGone,
 } from '../content.store';
+import type { BaseCopies, BaseCopyStaging } from '../base-copy';
 import { HashMeter } from '../hash.meter';
+import { S3BaseCopyStaging } from './s3.base-copy';
 import { createS3Client, isNotFound, statusOf } from './s3.client';
 import { listMultipartUploads, listObjects, type MultipartUpload } from './s3.listing';
 import { S3DownloadLinks } from './s3.download-links';
@@ -52,7 +54,7 @@ const MAX_SINGLE_COPY = 5 * 1024 ** 3;
  * object, and what a crash leaves under `.staging/` (objects and multipart uploads) is swept. Content
  * of at most HELD_IN_MEMORY bytes skips the staging object: held in memory, put once by `place`.
  */
-export class S3ContentStore implements ContentStore {
+export class S3ContentStore implements ContentStore, BaseCopies {
   readonly client: S3Client;
   private tus: S3TusStore | undefined;
   /** Staged content small enough to be held in memory until it is placed or discarded (s3.staging.ts). */
@@ -132,15 +134,31 @@ export class S3ContentStore implements ContentStore {
     }
     const from = this.stagingObject(staged.stagingKey);
     if (staged.size > MAX_SINGLE_COPY) throw new Error('content over 5 GiB cannot be placed on S3 in one copy');
-    await this.client.send(
-      new CopyObjectCommand({
-        Bucket: this.bucket,
-        Key: this.objectKey(key),
-        CopySource: `${this.bucket}/${encodeURIComponent(from).replace(/%2F/g, '/')}`,
-        MetadataDirective: 'REPLACE',
-      }),
-    );
+    await this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key), CopySource: this.copySource(from), MetadataDirective: 'REPLACE' }));
     await this.deleteObject(from);
+  }
+
+  /** Content made of ranges of the content of `baseKey` and new bytes, the long ranges copied in the bucket (s3.base-copy.ts). */
+  stageFromBase(baseKey: string, options: StageOptions): BaseCopyStaging {
+    const base = this.objectKey(baseKey);
+    const stagingKey = `${STAGING_PREFIX}${newId()}.part`;
+    return new S3BaseCopyStaging({
+      client: this.client,
+      bucket: this.bucket,
+      stagingKey,
+      objectKey: this.objectKey(stagingKey),
+      baseKey,
+      copySource: this.copySource(base),
+      baseEtag: async () => (await this.reads.known(base))?.etag,
+      partSize: PART_SIZE,
+      partsInFlight: PARTS_IN_FLIGHT,
+      maxBytes: options.maxBytes,
+    });
+  }
+
+  /** CopySource of an object of the bucket: `bucket/key`, the key URL-encoded but for its slashes. */
+  private copySource(objectKey: string): string {
+    return `${this.bucket}/${encodeURIComponent(objectKey).replace(/%2F/g, '/')}`;
   }
 
   async discard(staged: StagedContent): Promise<void> {
