@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,sync-scale,search-1m,peer,webapp] [-- --cpu-prof]`
+ * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,sync-scale,search-1m,peer,webapp,webapp-upload,syncthing] [-- --cpu-prof]`
  *
  * Starts the built gateway and worker as real processes on a database, upload directory and queue
  * prefix of their own, measures each scenario through the HTTP API next to its ceiling measured in
@@ -34,7 +34,9 @@ import { runQuota } from './quota.bench';
 import { runPeer } from './peer.bench';
 import { runLinks } from './links.bench';
 import { runDelta } from './delta.bench';
+import { runSyncthing } from './syncthing.bench';
 import { runWebApp } from './webapp.bench';
+import { runWebAppUpload } from './webapp.upload.bench';
 
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> = {
   sync: runSync,
@@ -51,6 +53,8 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> 
   'search-1m': runSearchBig,
   // Only when named, with BENCH_PEER_URL and BENCH_PEER_TOKEN set: an external service beside ours.
   peer: runPeer,
+  // Only when named: needs the `syncthing` command (the Debian package) beside the service.
+  syncthing: runSyncthing,
   // Each starts a second service of its own (on a Redis Cluster, on an RGW) and stops it when done.
   'redis-cluster': runRedisCluster,
   s3: runS3,
@@ -58,11 +62,13 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> 
   delta: runDelta,
   // Only when named: Chromium against the web app (first view, a 10,000-file folder, drops).
   webapp: runWebApp,
+  // Only when named: Chromium uploads a 1 GiB file (256 MiB with --quick).
+  'webapp-upload': runWebAppUpload,
   // Last: it starts worker processes of its own (and stops them when done).
   'sync-scale': runSyncScale,
 };
-/** Run unless --only names others; search-1m seeds two million rows and peer needs an external service, so they run only when named. */
-const DEFAULT_SCENARIOS = Object.keys(SCENARIOS).filter((name) => name !== 'search-1m' && name !== 'peer' && name !== 'webapp');
+/** Run unless --only names others; search-1m seeds two million rows, peer and syncthing need external software, so they run only when named. */
+const DEFAULT_SCENARIOS = Object.keys(SCENARIOS).filter((name) => name !== 'search-1m' && name !== 'peer' && name !== 'webapp' && name !== 'webapp-upload' && name !== 'syncthing');
 
 interface Args {
   profile: Profile;
@@ -79,7 +85,7 @@ function parseArgs(argv: string[]): Args {
     else if (arg.startsWith('--only=')) args.only = arg.slice('--only='.length).split(',').filter(Boolean);
     else if (arg.startsWith('--out=')) args.outDir = path.resolve(arg.slice('--out='.length));
     else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,sync-scale,search-1m,peer,webapp] [--cpu-prof] [--out=dir]');
+      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,sync-scale,search-1m,peer,webapp,webapp-upload,syncthing] [--cpu-prof] [--out=dir]');
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}`);
   }
