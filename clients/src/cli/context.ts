@@ -97,7 +97,10 @@ export async function localSha(ctx: SyncContext, entry: LocalEntry, base: BaseNo
   const trusted = base && base.type === 'file' && (!base.racy || entry.size === 0);
   if (trusted && entry.size === base.size && entry.mtimeMs === base.mtimeMs) return base.sha256;
   // A large file is cut into chunks in the same read, for the delta upload that may follow.
-  if (entry.size >= DELTA_THRESHOLD) return ctx.transfers.readLarge(join(ctx.dir, entry.disk), base?.type === 'file' ? { id: base.id, sha256: base.sha256 } : undefined);
+  if (entry.size >= DELTA_THRESHOLD) {
+    const known = base?.type === 'file' ? { id: base.id, sha256: base.sha256, sameStat: entry.size === base.size && entry.mtimeMs === base.mtimeMs } : undefined;
+    return ctx.transfers.readLarge(join(ctx.dir, entry.disk), known);
+  }
   return sha256File(join(ctx.dir, entry.disk));
 }
 

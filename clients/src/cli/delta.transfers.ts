@@ -6,7 +6,7 @@ import { CHUNKING, DELTA_MIN_BYTES, ContentChunker, type ChunkList, type Content
 import { deltaBody, fetchChunkList, fetchRange, planDelta, uploadDelta } from '../sdk/delta';
 import { AbortedError, ApiError } from '../sdk/errors';
 import type { Journal } from './journal';
-import { chunkFileAgainst } from './chunk.reuse';
+import { chunkFileAgainst, sha256OfFile } from './chunk.reuse';
 import type { Session } from './session';
 
 /** Files from this size on travel as changes when they can (docs/SYNC-CLIENT.md). */
@@ -70,11 +70,23 @@ export class DeltaTransfers {
     return base?.length ? chunkFileAgainst(full, base) : chunkFile(full, this.signal);
   }
 
-  /** Reads a large file once for its SHA-256 and its chunks; a delta upload of the same bytes reuses them. */
-  async read(full: string, base?: { id: string; sha256: string }): Promise<string> {
+  /**
+   * Reads a large file once for its SHA-256 and its chunks; a delta upload of the same bytes reuses
+   * them. `sameStat`: its size and mtime are still the base's (hashed again only because they were
+   * read too soon after the write to vouch for the bytes).
+   */
+  async read(full: string, base?: { id: string; sha256: string; sameStat: boolean }): Promise<string> {
     // The base's list (kept, else the service's while it holds the base) spares cutting the whole file;
     // it needs no trust in the base: only chunks whose SHA-256 still holds are taken from it.
     const hint = base ? await this.baseList(base.id, base.sha256).catch(() => undefined) : undefined;
+    if (base?.sameStat && hint) {
+      // Most likely unchanged: one SHA-256 of the whole proves it, and the base's list is then the file's.
+      const whole = await sha256OfFile(full, this.signal);
+      if (whole.sha256 === base.sha256) {
+        this.read_.set(full, { chunks: hint, sha256: whole.sha256, size: whole.size });
+        return whole.sha256;
+      }
+    }
     const got = await this.cut(full, undefined, hint);
     this.read_.set(full, got);
     return got.sha256;

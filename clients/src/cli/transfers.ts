@@ -35,7 +35,7 @@ export class Transfers {
   }
 
   /** The SHA-256 of a large local file, cut into chunks in the same read for a delta upload. */
-  readLarge(full: string, base?: { id: string; sha256: string }): Promise<string> {
+  readLarge(full: string, base?: { id: string; sha256: string; sameStat: boolean }): Promise<string> {
     return this.delta.read(full, base);
   }
 
