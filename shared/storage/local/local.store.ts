@@ -178,7 +178,8 @@ export class LocalContentStore implements ContentStore {
           }
         },
         readInto: (buf: Buffer, position: number) => readAt(fd, buf, position),
-        close: () => closeFd(fd),
+        // At once, as READ_FS closes: an archive closes a descriptor per file, and the pool's trip costs more than the call.
+        close: async () => closeSync(fd),
       };
     } catch (err) {
       await closeFd(fd);
