@@ -1,14 +1,21 @@
-// Uploads: small files in one multipart request each, files over 8 MiB through the resumable (tus)
-// endpoint, which picks up after a network cut by itself and, after a reload, resumes when the same
-// file is chosen again (tus-js-client's fingerprint store in localStorage). Dropped folders are made
-// first, in batches of sync ops, then their files are sent a few at a time.
-import { signal } from '@preact/signals';
-import { ApiError, humanMessage, syncOps } from './api.js';
+// Uploads: what is queued, how many go at once, and the panel that shows them. Small files travel
+// together, a few hundred a request; others one a request, files over 8 MiB resumable (upload-send.js).
+// Dropped folders are made first, in batches of sync ops, then their files are sent.
+import { batch as inOneRender, signal } from '@preact/signals';
+import { api, ApiError, humanMessage, syncOps } from './api.js';
 import { planDrop } from './drop-tree.js';
 import { html } from './html.js';
+import { sendBulk, sendResumable, sendSmall } from './upload-send.js';
 
 const RESUMABLE_OVER = 8 * 1024 * 1024;
-const PARALLEL = 4;
+/** Single uploads at once; with the batches and the change feed's long poll, within a browser's six connections per host. */
+const PARALLEL = 3;
+/** Files up to this size travel together: per file, the request would cost more than the bytes. */
+const TOGETHER_UP_TO = 256 * 1024;
+/** A batch: at most this many files and bytes (the service takes up to 1000 files); this many batches at once. */
+const BATCH_FILES = 200;
+const BATCH_BYTES = 4 * 1024 * 1024;
+const BATCHES = 2;
 /** Rows of the upload panel drawn at once; the rest are counted. */
 const SHOWN = 50;
 
@@ -20,13 +27,16 @@ const SHOWN = 50;
 
 /** @type {import('@preact/signals').Signal<Upload[]>} */
 export const uploads = signal([]);
-/** Bumped when an upload finishes, so the listing shows the new file at once. */
+/** Bumped when uploads finish (once per batch), so the listing shows the new files soon. */
 export const uploaded = signal(0);
 
 let counter = 0;
-/** @type {Upload[]} */
+/** Files sent one a request, and small files waiting to go together. @type {Upload[]} */
 const queue = [];
+/** @type {Upload[]} */
+const small = [];
 let active = 0;
+let batches = 0;
 
 /** @param {File} file @param {string} folderId @param {boolean} [queued] false: shown only, never sent */
 function enqueue(file, folderId, queued = true) {
@@ -43,11 +53,52 @@ function enqueue(file, folderId, queued = true) {
       upload.state.value = 'cancelled';
     },
   };
-  if (queued) queue.push(upload);
+  if (queued) (file.size <= TOGETHER_UP_TO ? small : queue).push(upload);
   return upload;
 }
 
+/** @param {Upload} upload */
+function succeed(upload) {
+  upload.state.value = 'done';
+  upload.progress.value = 1;
+}
+
+/** @param {Upload} upload @param {unknown} err */
+function fail(upload, err) {
+  upload.state.value = 'failed';
+  upload.error.value =
+    err instanceof ApiError && err.code === 'NAME_CONFLICT'
+      ? 'Not uploaded: this folder already has a file or folder of that name. Rename one of them, then upload it again.'
+      : err instanceof Error
+        ? err.message
+        : String(err);
+}
+
+/** The next batch of small files, in the order they were queued. */
+function takeBatch() {
+  /** @type {Upload[]} */
+  const taken = [];
+  let bytes = 0;
+  while (small.length > 0 && taken.length < BATCH_FILES) {
+    const next = /** @type {Upload} */ (small[0]);
+    if (next.state.value === 'cancelled') {
+      small.shift();
+      continue;
+    }
+    if (taken.length > 0 && bytes + next.file.size > BATCH_BYTES) break;
+    taken.push(/** @type {Upload} */ (small.shift()));
+    bytes += next.file.size;
+  }
+  return taken;
+}
+
 function pump() {
+  while (batches < BATCHES && small.length > 0) {
+    const taken = takeBatch();
+    // A lone small file goes on its own, with its own progress.
+    if (taken.length === 1) queue.unshift(.../** @type {Upload[]} */ (taken));
+    else if (taken.length > 1) sendBatch(taken);
+  }
   while (active < PARALLEL && queue.length > 0) {
     const upload = /** @type {Upload} */ (queue.shift());
     if (upload.state.value === 'cancelled') continue;
@@ -56,22 +107,11 @@ function pump() {
     send(upload)
       .then(
         () => {
-          if (upload.state.value !== 'cancelled') {
-            upload.state.value = 'done';
-            upload.progress.value = 1;
-            uploaded.value += 1;
-          }
-        },
-        (err) => {
           if (upload.state.value === 'cancelled') return;
-          upload.state.value = 'failed';
-          upload.error.value =
-            err instanceof ApiError && err.code === 'NAME_CONFLICT'
-              ? 'Not uploaded: this folder already has a file or folder of that name. Rename one of them, then upload it again.'
-              : err instanceof Error
-                ? err.message
-                : String(err);
+          succeed(upload);
+          uploaded.value += 1;
         },
+        (err) => upload.state.value !== 'cancelled' && fail(upload, err),
       )
       .finally(() => {
         active -= 1;
@@ -80,96 +120,49 @@ function pump() {
   }
 }
 
-/** @param {Upload} upload */
-function sendSmall(upload) {
-  return new Promise((resolve, reject) => {
-    const form = new FormData();
-    if (upload.folderId) form.append('folderId', upload.folderId);
-    form.append('file', upload.file, upload.file.name);
-    const xhr = new XMLHttpRequest();
-    xhr.open('POST', '/v1/files');
-    xhr.responseType = 'json';
-    upload.state.value = 'sending';
-    upload.cancel = () => {
-      upload.state.value = 'cancelled';
-      xhr.abort();
-    };
-    xhr.upload.onprogress = (e) => {
-      if (e.lengthComputable) upload.progress.value = e.loaded / e.total;
-    };
-    xhr.onload = () => (xhr.status < 300 ? resolve(xhr.response) : reject(new ApiError(humanMessage(xhr.status, xhr.response), xhr.response?.error?.code ?? 'HTTP', xhr.status)));
-    xhr.onerror = () => reject(new ApiError('The upload was cut off: the service cannot be reached.', 'NETWORK', 0));
-    xhr.onabort = () => resolve(undefined);
-    xhr.send(form);
-  });
-}
-
-/** @param {Upload} upload */
-async function sendResumable(upload) {
-  const { Upload: TusUpload } = await import('tus-js-client');
-  upload.state.value = 'sending';
-  return new Promise((resolve, reject) => {
-    /** @type {Record<string, string>} */
-    const metadata = { name: upload.file.name };
-    if (upload.folderId) metadata.folderId = upload.folderId;
-    const tus = new TusUpload(upload.file, {
-      endpoint: '/v1/uploads',
-      metadata,
-      chunkSize: 64 * 1024 * 1024,
-      retryDelays: [0, 1000, 3000, 5000, 10000, 20000],
-      storeFingerprintForResuming: true,
-      fingerprint: (file) => fingerprint(/** @type {File} */ (file), upload.folderId),
-      removeFingerprintOnSuccess: true,
-      onProgress: (sent, total) => {
-        upload.progress.value = total ? sent / total : 0;
-      },
-      onSuccess: () => resolve(undefined),
-      onError: (err) => {
-        if (upload.state.value === 'cancelled') return resolve(undefined);
-        // Offline for longer than the retries last: go on by itself when the network comes back.
-        if (!navigator.onLine) {
-          addEventListener('online', () => tus.start(), { once: true });
-          return;
-        }
-        const status = /** @type {any} */ (err).originalResponse?.getStatus?.() ?? 0;
-        let body = null;
-        try {
-          body = JSON.parse(/** @type {any} */ (err).originalResponse?.getBody?.() ?? 'null');
-        } catch {
-          body = null;
-        }
-        reject(new ApiError(status ? humanMessage(status, body) : 'The upload was cut off: the service cannot be reached.', body?.error?.code ?? 'HTTP', status));
-      },
-    });
-    upload.cancel = () => {
-      upload.state.value = 'cancelled';
-      void tus.abort(true).catch(() => undefined);
-      resolve(undefined);
-    };
-    tus.findPreviousUploads().then((previous) => {
-      if (previous.length > 0) tus.resumeFromPreviousUpload(previous[0]);
-      tus.start();
-    }, () => tus.start());
-  });
-}
-
-const SAMPLE = 1024 * 1024;
-
 /**
- * What identifies an unfinished upload to resume: the folder, the file's name, type and size, and a
- * digest of its first and last MiB, so the same file chosen again after a reload resumes even when the
- * browser reports another modification time, and another file of the same name and size does not.
- * Without WebCrypto (a page not served over https or from localhost) the modification time stands in.
- * @param {File} file @param {string} folderId
+ * Sends small files in one request and settles each by its own result. A file cancelled while its
+ * batch was on its way and created anyway is deleted again. When the service does not answer the batch
+ * as a whole (busy, cut off), the files it did not settle go one by one.
+ * @param {Upload[]} batch
  */
-async function fingerprint(file, folderId) {
-  const base = ['filesync-tus', folderId, file.name, file.type, file.size].join('/');
-  if (!crypto.subtle) return `${base}/${file.lastModified}`;
-  const head = file.slice(0, SAMPLE);
-  const tail = file.size > SAMPLE ? file.slice(Math.max(SAMPLE, file.size - SAMPLE)) : new Blob();
-  const digest = await crypto.subtle.digest('SHA-256', await new Blob([head, tail]).arrayBuffer());
-  return `${base}/${Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, '0')).join('')}`;
+function sendBatch(batch) {
+  batches += 1;
+  /** @param {Upload[]} settled @param {any[]} results */
+  const settle = (settled, results) =>
+    inOneRender(() => {
+      settled.forEach((upload, i) => {
+        const result = results[i];
+        const created = result.status < 300;
+        if (upload.state.value === 'cancelled') {
+          if (created) void api.del(`/v1/files/${result.file.id}`).catch(() => undefined);
+        } else if (created) succeed(upload);
+        else fail(upload, new ApiError(humanText(result), result.error?.code ?? 'HTTP', result.status));
+      });
+      if (settled.length > 0) uploaded.value += 1;
+    });
+  sendBulk(batch)
+    .then(
+      (results) => settle(batch, results),
+      (/** @type {any} */ err) => {
+        const results = err.results ?? [];
+        settle(batch.slice(0, results.length), results);
+        const rest = batch.slice(results.length).filter((u) => u.state.value !== 'cancelled');
+        if (err.status === 401) inOneRender(() => rest.forEach((u) => fail(u, err)));
+        else {
+          inOneRender(() => rest.forEach((u) => ((u.state.value = 'queued'), (u.progress.value = 0))));
+          queue.unshift(...rest);
+        }
+      },
+    )
+    .finally(() => {
+      batches -= 1;
+      pump();
+    });
 }
+
+/** @param {{ status: number, error?: { code: string, message: string } }} result */
+const humanText = (result) => humanMessage(result.status, { error: result.error });
 
 /** Uploads files into a folder. @param {File[]} files @param {string} folderId */
 export function uploadFiles(files, folderId) {
