@@ -37,6 +37,7 @@ import { runDelta } from './delta.bench';
 import { runSyncthing } from './syncthing.bench';
 import { runWebApp } from './webapp.bench';
 import { runWebAppUpload } from './webapp.upload.bench';
+import { runThumbnails } from './thumbnails.bench';
 
 const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> = {
   sync: runSync,
@@ -64,6 +65,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> 
   webapp: runWebApp,
   // Only when named: Chromium uploads a 1 GiB file (256 MiB with --quick).
   'webapp-upload': runWebAppUpload,
+  thumbnails: runThumbnails,
   // Last: it starts worker processes of its own (and stops them when done).
   'sync-scale': runSyncScale,
 };
