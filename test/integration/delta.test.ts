@@ -149,6 +149,25 @@ describe.each(DRIVERS)('delta uploads on the %s driver', (driver) => {
     expect(await stored.staging()).toEqual([]);
   });
 
+  test('with the base\'s list kept, a delta whose copied chunks are the base\'s is taken, and a copied chunk the list gives another hash is still refused', async () => {
+    const base = randomBytes(2 * 1024 * 1024);
+    const { id, rev } = await fileWith(base);
+    expect((await api.get(`/v1/files/${id}/chunks`)).status).toBe(200);
+    const target = Buffer.concat([base, randomBytes(70_000)]);
+    const list = chunksOf(target);
+    const body = (chunks: ContentChunk[]) => deltaBody([{ list: chunks }, { copy: [0, base.length] }, { data: target.subarray(base.length) }, 'end']);
+
+    // The second chunk's bytes are the base's second chunk: a list that says otherwise is not taken.
+    const spoiled = await sendDelta(id, body(list.map((c, i) => (i === 1 ? { ...c, sha256: sha256('other') } : c))), sha256(base), sha256(target));
+    expectError(spoiled, 400, 'INVALID_REQUEST');
+    expect((await api.get(`/v1/files/${id}`)).body).toMatchObject({ rev, sha256: sha256(base) });
+
+    const res = await sendDelta(id, body(list), sha256(base), sha256(target));
+    expect(res.status).toBe(200);
+    expect((await content(id)).equals(target)).toBe(true);
+    expect((await api.get(`/v1/files/${id}/chunks`)).body.chunks).toEqual(list);
+  });
+
   test('a base replaced meanwhile: 412 with the current rev and SHA-256, nothing staged', async () => {
     const base = randomBytes(200_000);
     const { id } = await fileWith(base);

@@ -40,6 +40,11 @@ export class ChunkListsService {
     }
   }
 
+  /** The list kept for a content key, if any (never made here: a delta's base is read once, by the assembly). */
+  async kept(storageKey: string): Promise<ContentChunk[] | undefined> {
+    return (await this.lists.find(storageKey))?.chunks;
+  }
+
   /** Keeps the list made while the content's bytes went by (a delta upload); a failure costs only a later remake. */
   async keep(list: StoredChunkList): Promise<void> {
     await keepChunkList(this.lists, list, this.logger);

@@ -3,13 +3,15 @@ import { invalid } from '../../../shared/errors';
 import { ContentChunker, DELTA_RECORD, type ContentChunk } from '../../../shared/protocol/chunking';
 import type { ByteRange } from '../../../shared/storage/content.store';
 import { BodyReader } from '../http/body.reader';
-import { ChunkListVerifier } from './chunk-list.verifier';
+import { ChunkListVerifier, type BaseCopy } from './chunk-list.verifier';
 
 /** The base content a delta copies from: its size and a way to read a range of it. */
 export interface DeltaBase {
   size: number;
   /** The bytes `range` of the base, which become the new content's bytes from `position` on. */
   read(range: ByteRange, position: number): Promise<Readable>;
+  /** The base's kept chunk list, when there is one: chunks of a client's list copied whole from it are not hashed again. */
+  chunks?: ContentChunk[];
 }
 
 /** Copies after merging adjacent ones: each is one read of the base, so their number is bounded. */
@@ -42,9 +44,10 @@ export async function* assembleDelta(body: AsyncIterable<Buffer>, base: DeltaBas
   let copies = 0;
   let pending: ByteRange | undefined;
   let emitted = 0;
-  const emit = function* (piece: Buffer) {
+  const baseChunks = new Map((base.chunks ?? []).map((c) => [c.offset, c]));
+  const emit = function* (piece: Buffer, copy?: BaseCopy) {
     emitted += piece.length;
-    if (verifier) verifier.update(piece);
+    if (verifier) verifier.update(piece, copy);
     else report.chunks.push(...chunker.update(piece));
     yield piece;
   };
@@ -62,7 +65,11 @@ export async function* assembleDelta(body: AsyncIterable<Buffer>, base: DeltaBas
     if (++copies > MAX_COPIES) throw invalid(`a delta may copy at most ${MAX_COPIES} separate ranges of the base`);
     report.copiedBytes += range.end - range.start + 1;
     const stream = await base.read(range, emitted);
-    for await (const piece of stream as AsyncIterable<Buffer>) yield* emit(piece);
+    let at = range.start;
+    for await (const piece of stream as AsyncIterable<Buffer>) {
+      yield* emit(piece, baseChunks.size ? { at, end: range.end, chunks: baseChunks } : undefined);
+      at += piece.length;
+    }
   };
   for (; ; kind = (await reader.exact(1))[0]) {
     if (kind === DELTA_RECORD.end) break;

@@ -2,6 +2,7 @@ import { invalid } from '../../../shared/errors';
 import type { Logger } from '../../../shared/logger';
 import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import { ContentNotFoundError, type ContentStore } from '../../../shared/storage/content.store';
+import type { ContentChunk } from '../../../shared/protocol/chunking';
 import type { ContentService } from '../content/content.service';
 import type { ChunkListsService } from './chunk-lists.service';
 import { assembleDelta, type AssemblyReport, type DeltaBase } from './delta.assembly';
@@ -49,7 +50,8 @@ export class DeltaService {
     const file = await this.content.checkBeforeUpload(input.userId, input.fileId, conditions);
     const report: AssemblyReport = { chunks: [], copiedBytes: 0, literalBytes: 0 };
     const assemble = (base: DeltaBase) => assembleDelta(input.body, base, report, this.maxUploadBytes);
-    const staged = await stageDelta(this.store, file.storageKey, this.baseOf(file), assemble, this.maxUploadBytes).catch((err: unknown) => this.baseGone(file, err));
+    const baseChunks = file.storageKey ? await this.chunkLists.kept(file.storageKey) : undefined;
+    const staged = await stageDelta(this.store, file.storageKey, this.baseOf(file, baseChunks), assemble, this.maxUploadBytes).catch((err: unknown) => this.baseGone(file, err));
     const record = await this.content.replaceContent({
       userId: input.userId,
       deviceId: input.deviceId,
@@ -70,10 +72,11 @@ export class DeltaService {
    * names those bytes for as long as they exist; if they were replaced and removed meanwhile, the
    * commit's own If-Match check is what answers (412), so the read failure surfaces as that.
    */
-  private baseOf(file: ResourceRecord): DeltaBase {
+  private baseOf(file: ResourceRecord, chunks: ContentChunk[] | undefined): DeltaBase {
     const key = file.storageKey;
     return {
       size: key ? file.sizeBytes : 0,
+      chunks,
       read: async (range) => {
         try {
           const handle = await this.store.open(key!);

@@ -20,6 +20,7 @@ export function stageDelta(
   const staging = store.stageFromBase(baseKey, { maxBytes });
   const announcing: DeltaBase = {
     size: base.size,
+    chunks: base.chunks,
     read: (range, position) => {
       staging.copying(position, range);
       return base.read(range, position);
