@@ -12,6 +12,9 @@ export class ApiError extends Error {
   }
 }
 
+/** What to tell a person about a failure. @param {unknown} err */
+export const messageOf = (err) => (err instanceof Error ? err.message : String(err));
+
 const UNREACHABLE = 'The service cannot be reached. Check your connection and try again.';
 
 /** @param {number} bytes */

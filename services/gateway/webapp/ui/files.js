@@ -1,94 +1,21 @@
 // "Files": one folder's children with breadcrumbs, sorting, search, uploads, live updates.
-import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api } from './api.js';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, messageOf } from './api.js';
 import { FileGrid } from './file-grid.js';
 import { FileTable } from './file-table.js';
 import { createFolder, deleteItems, downloadZip, MoveDialog, NameDialog, rename, VersionsDialog } from './file-actions.js';
 import { html } from './html.js';
+import { useListing } from './listing.js';
 import { changes, followChanges } from './live.js';
+import { SearchResults } from './search-results.js';
 import { ShareDialog } from './share.js';
 import { notify } from './toasts.js';
 import { Alert } from './ui.js';
 import { droppedEntries, UploadPanel, uploaded, uploadFiles, uploadTree } from './uploads.js';
 
 /** @typedef {import('./file-table.js').Item} Item */
-const PAGE = 200;
-
-/** @param {unknown} err */
-const messageOf = (err) => (err instanceof Error ? err.message : String(err));
 const folderHref = (/** @type {Item} */ item) => `/folders/${item.id}`;
 const fileHref = (/** @type {Item} */ item) => `/v1/files/${item.id}/content`;
-
-/**
- * The children of one folder, page by page as they scroll into view; `reload` refetches the pages
- * already seen (after a change here or elsewhere).
- * @param {string} folderId @param {string} sort @param {string} order
- */
-function useListing(folderId, sort, order) {
-  const [state, setState] = useState({ total: 0, pages: /** @type {Map<number, Item[]>} */ (new Map()), loaded: false, version: 0 });
-  const [error, setError] = useState(/** @type {string | null} */ (null));
-  const pending = useRef(/** @type {Set<number>} */ (new Set()));
-  const generation = useRef(0);
-
-  /** @param {number[]} pageNumbers */
-  const fetchPages = useCallback(
-    async (pageNumbers, fresh = false) => {
-      const gen = generation.current;
-      const results = await Promise.all(
-        pageNumbers.map((n) =>
-          api.get(`/v1/items?limit=${PAGE}&offset=${n * PAGE}&sort=${sort}&order=${order}${folderId ? `&folderId=${folderId}` : ''}`).then((page) => [n, page]),
-        ),
-      ).catch((err) => {
-        setError(messageOf(err));
-        return null;
-      });
-      pageNumbers.forEach((n) => pending.current.delete(n));
-      if (!results || gen !== generation.current) return;
-      setError(null);
-      setState((old) => {
-        const pages = fresh ? new Map() : new Map(old.pages);
-        let total = old.total;
-        for (const [n, page] of results) {
-          pages.set(n, page.items);
-          total = page.total;
-        }
-        return { total, pages, loaded: true, version: old.version + 1 };
-      });
-    },
-    [folderId, sort, order],
-  );
-
-  useEffect(() => {
-    generation.current += 1;
-    pending.current.clear();
-    setState({ total: 0, pages: new Map(), loaded: false, version: 0 });
-    pending.current.add(0);
-    void fetchPages([0], true);
-  }, [fetchPages]);
-
-  const want = useCallback(
-    (/** @type {number} */ first, /** @type {number} */ last) => {
-      const needed = [];
-      for (let n = Math.floor(first / PAGE); n <= Math.floor(Math.max(first, last - 1) / PAGE); n += 1) {
-        if (!state.pages.has(n) && !pending.current.has(n) && n * PAGE < Math.max(state.total, 1)) {
-          pending.current.add(n);
-          needed.push(n);
-        }
-      }
-      if (needed.length > 0) void fetchPages(needed);
-    },
-    [state, fetchPages],
-  );
-
-  const reload = useCallback(() => {
-    const seen = [...state.pages.keys()];
-    void fetchPages(seen.length > 0 ? seen : [0], true);
-  }, [state, fetchPages]);
-
-  const itemAt = useCallback((/** @type {number} */ i) => state.pages.get(Math.floor(i / PAGE))?.[i % PAGE], [state]);
-  const loadedItems = useMemo(() => [...state.pages.values()].flat(), [state]);
-  return { ...state, error, want, reload, itemAt, loadedItems };
-}
 
 /** @param {{ folderId: string }} props */
 export function FilesView({ folderId }) {
@@ -229,7 +156,7 @@ export function FilesView({ folderId }) {
       <button type="button" onClick=${() => setSelected(new Map())}>Clear selection</button>
     </div>`}
     ${query.trim()
-      ? html`<${SearchResults} query=${query.trim()} actions=${actions} />`
+      ? html`<${SearchResults} query=${query.trim()} actions=${actions} folderHref=${folderHref} fileHref=${fileHref} />`
       : grid
         ? html`<${FileGrid} total=${listing.total} itemAt=${listing.itemAt} want=${listing.want} actions=${actions} folderHref=${folderHref} fileHref=${fileHref} />`
         : html`<${FileTable}
@@ -275,52 +202,3 @@ function clickDownload(href, name) {
   a.remove();
 }
 
-/** The folders' names of search results, fetched once each. @type {Map<string, Promise<string>>} */
-const folderNames = new Map();
-/** @param {string} id */
-function folderName(id) {
-  if (!id) return Promise.resolve('Files');
-  let name = folderNames.get(id);
-  if (!name) {
-    name = api.get(`/v1/folders/${id}/path`).then(
-      (res) => ['Files', ...res.items.map((/** @type {any} */ p) => p.name)].join(' / '),
-      () => '',
-    );
-    folderNames.set(id, name);
-  }
-  return name;
-}
-
-/** @param {{ id: string }} props */
-function FolderOf({ id }) {
-  const [name, setName] = useState('');
-  useEffect(() => void folderName(id).then(setName), [id]);
-  return html`<a href=${id ? `/folders/${id}` : '/'} data-nav>${name || '…'}</a>`;
-}
-
-/** @param {{ query: string, actions: (item: Item) => any[] }} props */
-function SearchResults({ query, actions }) {
-  const [result, setResult] = useState(/** @type {{ items: Item[], total: number } | null} */ (null));
-  const [error, setError] = useState(/** @type {string | null} */ (null));
-  useEffect(() => {
-    let live = true;
-    const timer = setTimeout(() => {
-      api.get(`/v1/files/search?limit=200&q=${encodeURIComponent(query)}`).then(
-        (page) => live && (setError(null), setResult({ total: page.items.length, items: page.items.map((/** @type {any} */ f) => ({ ...f, type: 'file' })) })),
-        (err) => live && setError(messageOf(err)),
-      );
-    }, 200);
-    return () => {
-      live = false;
-      clearTimeout(timer);
-    };
-  }, [query, changes.value]);
-  if (error) return html`<${Alert} message=${error} />`;
-  if (!result) return html`<p role="status">Searching…</p>`;
-  return html`<p role="status" class="search-count">${result.total === 0 ? `No file matches “${query}”.` : `${result.total} ${result.total === 1 ? 'file matches' : 'files match'} “${query}”.`}</p>
-    ${result.total > 0 &&
-    html`<${FileTable} total=${result.total} itemAt=${(/** @type {number} */ i) => result.items[i]} want=${() => undefined}
-      sort="name" order="asc" selected=${new Set()} onSelect=${() => undefined} actions=${actions}
-      folderHref=${folderHref} fileHref=${fileHref} caption=${`Files matching ${query}`}
-      extraColumn=${{ title: 'Folder', cell: (/** @type {Item} */ item) => html`<${FolderOf} id=${item.folderId ?? ''} />` }} />`}`;
-}
