@@ -2,67 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { BenchContext } from './context';
-import { provisionUsers, type BenchUser, type HttpClient } from './http.client';
-import { LOGIN_CONCURRENCY, memoryOf, resetPeakMemory } from './stack';
+import { provisionUsers, type BenchUser } from './http.client';
+import { median, must, peakRss, rateOf, smallMultipart, timedGet } from './links.tools';
+import { zipCase } from './links.zip';
+import { LOGIN_CONCURRENCY } from './stack';
 import { figure, fmt, fmtBytes, fmtRatio, msSince, now, summarize, type Figure, type LatencySummary, type ScenarioReport } from './stats';
 import { multipart, writeRandomFile } from './transfer.plain';
 
-const MB = 1e6;
 const KiB = 1024;
 const MiB = 1024 * KiB;
-
-/** A multipart body held in memory (small files): text fields, then the part `file`. */
-function smallMultipart(name: string, content: Buffer, fields: Record<string, string> = {}): { body: Buffer; headers: Record<string, string> } {
-  const boundary = `----bench${randomBytes(8).toString('hex')}`;
-  const body = Buffer.concat([
-    ...Object.entries(fields).map(([k, v]) => Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`)),
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n`),
-    content,
-    Buffer.from(`\r\n--${boundary}--\r\n`),
-  ]);
-  return { body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
-}
-
-async function must(client: HttpClient, method: string, url: string, token: string | undefined, body?: unknown): Promise<any> {
-  const res = await client.json(method, url, body, token);
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${res.text.slice(0, 300)}`);
-  return res.body;
-}
-
-/** Times `get` and reads its whole body; throws unless it is a 200 of `bytes`. */
-async function timedGet(client: HttpClient, url: string, headers: Record<string, string>, bytes: number): Promise<number> {
-  const t = now();
-  const res = await client.request('GET', url, { headers, discardBody: true });
-  const ms = msSince(t);
-  if (res.status !== 200 || (bytes >= 0 && res.bytes !== bytes)) throw new Error(`GET ${url}: ${res.status}, ${res.bytes} bytes`);
-  return ms;
-}
-
-const rateOf = (bytes: number, ms: number[]) => (bytes * ms.length) / MB / (ms.reduce((a, b) => a + b, 0) / 1000);
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
-/** Peak resident memory of `pid` while `work` runs: VmHWM after a reset, and VmRSS sampled every 5 ms. */
-async function peakRss(pid: number, work: () => Promise<void>): Promise<{ rest: number; peak: number }> {
-  await new Promise((r) => setTimeout(r, 300));
-  const rest = (await memoryOf(pid)).rss;
-  const reset = await resetPeakMemory(pid);
-  let peak = rest;
-  let sampling = true;
-  const sampler = (async () => {
-    while (sampling) {
-      peak = Math.max(peak, (await memoryOf(pid)).rss);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  })();
-  try {
-    await work();
-  } finally {
-    sampling = false;
-    await sampler;
-  }
-  const after = await memoryOf(pid);
-  return { rest, peak: Math.max(peak, reset ? after.hwm : 0) };
-}
 
 /** `concurrency` loops calling `call` for `durationMs`: calls per second and latencies. */
 async function loops(concurrency: number, durationMs: number, call: () => Promise<void>): Promise<LatencySummary & { perSec: number }> {
@@ -176,84 +124,7 @@ export async function runLinks(ctx: BenchContext): Promise<ScenarioReport> {
   }
 
   // 3. ZIP of a folder of 1,000 files of 100 KiB against the same bytes as one file; peak RSS at 1,000 and 10,000 files.
-  {
-    const files = quick ? 200 : 1000;
-    const fileBytes = 100 * KiB;
-    const total = files * fileBytes;
-    const folderId = await makeFolder('zipped');
-    const small = path.join(work, 'small.bin');
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 4 }, async () => {
-        while (next < files) {
-          const i = next++;
-          const { body, headers } = smallMultipart(`part-${String(i).padStart(5, '0')}.bin`, randomBytes(fileBytes), { folderId });
-          const res = await client.request('POST', '/v1/files', { headers: { ...headers, ...auth }, body });
-          if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${res.body.toString('utf8').slice(0, 300)}`);
-        }
-      }),
-    );
-    await writeRandomFile(small, total);
-    const wholeId = await uploadFile(small, 'whole.bin', total);
-    await fs.rm(small, { force: true });
-    const link = await must(client, 'POST', '/v1/links', user.token, { resourceId: folderId });
-    // 10x the folder, as rows that share the first folder's stored content: what grows is the listing.
-    const bigFolderId = await makeFolder('zipped-x10');
-    const [cols] = (await stack.db.raw(
-      `SELECT column_name AS c FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'resources' AND extra NOT LIKE '%GENERATED%'`,
-    )) as [Array<{ c: string }>];
-    const copied = cols.map((r) => r.c).filter((c) => !['id', 'parent_id', 'name'].includes(c));
-    for (let k = 0; k < 10; k++) {
-      await stack.db.raw(
-        `INSERT INTO resources (id, parent_id, name, ${copied.join(', ')})
-         SELECT MD5(CONCAT(id, ?)), ?, CONCAT(?, name), ${copied.join(', ')} FROM resources WHERE parent_id = ? AND type = 'file'`,
-        [k, bigFolderId, `${k}-`, folderId],
-      );
-    }
-    const bigLink = await must(client, 'POST', '/v1/links', user.token, { resourceId: bigFolderId });
-    const reps = quick ? 2 : 3;
-    const zipMs: number[] = [];
-    const oneMs: number[] = [];
-    const ratios: number[] = [];
-    let zipBytes = 0;
-    for (let rep = -1; rep < reps; rep++) {
-      const a = await timedGet(client, `/v1/files/${wholeId}/content`, auth, total);
-      const t = now();
-      const res = await client.request('GET', `/v1/public/${link.token}/archive`, { discardBody: true });
-      const b = msSince(t);
-      if (res.status !== 200 || res.bytes < total) throw new Error(`archive: ${res.status}, ${res.bytes} bytes`);
-      zipBytes = res.bytes;
-      if (rep < 0) continue;
-      oneMs.push(a);
-      zipMs.push(b);
-      ratios.push(a / b);
-    }
-    // Rates over the files' bytes (the ZIP's own headers are extra work the archive does for free here).
-    const [zipRate, oneRate] = [rateOf(total, zipMs), rateOf(total, oneMs)];
-    log(`links: ZIP of ${files} x 100 KiB: ${fmt(zipRate)} MB/s, one file ${fmt(oneRate)} MB/s`);
-    const memory: Record<string, { rest: number; peak: number; ms: number; bytes: number }> = {};
-    for (const [n, token] of [[files, link.token], [files * 10, bigLink.token]] as const) {
-      let ms = 0;
-      let bytes = 0;
-      const m = await peakRss(pid, async () => {
-        const t = now();
-        const res = await client.request('GET', `/v1/public/${token}/archive`, { discardBody: true });
-        ms = msSince(t);
-        bytes = res.bytes;
-        if (res.status !== 200 || res.bytes < n * fileBytes) throw new Error(`archive of ${n}: ${res.status}, ${res.bytes} bytes`);
-      });
-      memory[n] = { ...m, ms, bytes };
-      log(`links: ZIP of ${n} files: peak RSS ${fmtBytes(m.peak)} (rest ${fmtBytes(m.rest)}), ${fmt((bytes / MB) / (ms / 1000))} MB/s`);
-    }
-    const label = `ZIP of ${fmt(files, 0)} x 100 KiB`;
-    rows.push([label, 'MB/s (files\' bytes)', fmt(zipRate), `${fmt(oneRate)} (owner's GET of one ${fmt(total / MiB, 1)} MiB file)`, fmtRatio(zipRate, oneRate, 'rate'), `${fmt(median(ratios) * 100, 0)}%`, '>= 80%']);
-    for (const [n, m] of Object.entries(memory)) {
-      rows.push([`ZIP of ${fmt(Number(n), 0)} files`, 'gateway peak RSS', fmtBytes(m.peak), `rest ${fmtBytes(m.rest)}`, `+${fmtBytes(m.peak - m.rest)}`, `${fmt((m.bytes / MB) / (m.ms / 1000))} MB/s`, 'flat']);
-    }
-    figures.push(figure('links', label, 'throughput', 'MB/s', 'rate', zipRate, [{ name: 'the same bytes as one file', value: oneRate }]));
-    for (const [n, m] of Object.entries(memory)) figures.push(figure('links', `ZIP of ${n} files`, 'gateway peak RSS', 'bytes', 'size', m.peak, [{ name: 'gateway at rest', value: m.rest }]));
-    details.zip = { files, fileBytes, zipBytes, zip: summarize(zipMs), oneFile: summarize(oneMs), perRepRatios: ratios, memory };
-  }
+  details.zip = await zipCase({ ...ctx, user, work, rows, figures, makeFolder, uploadFile });
 
   // 4. Unlock with a password against a login, LOGIN_CONCURRENCY clients each; then a burst of unlocks and the peak RSS.
   {
@@ -312,7 +183,7 @@ export async function runLinks(ctx: BenchContext): Promise<ScenarioReport> {
     notes: [
       'Download: GET /v1/public/:token/content of a read link and the owner\'s GET /v1/files/:id/content of the same file, alternating, one warm-up of each; the body is read and discarded by the client.',
       'Upload: POST /v1/public/:token/files of an upload link and the owner\'s POST /v1/files (multipart, into a folder), 20 at a time of each in turn, unique names.',
-      'ZIP: GET /v1/public/:token/archive of a folder of 100 KiB files (stored entries) against the owner\'s GET of one file holding as many bytes, alternating; the rate counts the files\' bytes. The 10x folder holds rows that share the first folder\'s stored content, so what grows is the listing; peak RSS is VmHWM after a reset and VmRSS sampled every 5 ms.',
+      'ZIP: GET /v1/public/:token/archive of a folder of 100 KiB files (stored entries) and the owner\'s GET /v1/archive?ids= of it, against the owner\'s GET of one file holding as many bytes, the three in turn; the rate counts the files\' bytes. The 10x folder holds rows that share the first folder\'s stored content, so what grows is the listing; peak RSS is VmHWM after a reset and VmRSS sampled every 5 ms.',
       `Unlock: POST /v1/public/:token/unlock and POST /v1/auth/login, ${LOGIN_CONCURRENCY} clients each (LOGIN_CONCURRENCY=${LOGIN_CONCURRENCY}), alternating halves; both verify one Argon2id hash (m=64 MiB, t=1, p=4).`,
       ...notes,
     ],
