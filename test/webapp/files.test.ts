@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
+import sharp from 'sharp';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Api } from '../support/client';
+import { waitFor } from '../support/fixtures';
 import { makeFolders, unzipEntries } from '../support/links';
 import { startStack, type TestStack } from '../support/stack';
 import { ensureBuilt, isolatedContext, launchBrowser, seriousViolations } from './browser';
@@ -239,4 +241,52 @@ test('changes made elsewhere appear without a reload, in the folder and in the t
   await page.getByRole('link', { name: 'Files / Reports' }).waitFor();
   await page.getByRole('searchbox', { name: 'Search files' }).fill('');
   expect(foreign).toEqual([]);
+});
+
+test('an uploaded picture shows as its thumbnail in the grid view once a worker made it', async () => {
+  const png = await sharp({ create: { width: 96, height: 64, channels: 3, background: '#3366cc' } }).png().toBuffer();
+  await page.getByLabel('Upload files').setInputFiles([{ name: 'sunset.png', mimeType: 'image/png', buffer: png }]);
+  await page.getByRole('link', { name: 'sunset.png', exact: true }).waitFor();
+  const id = ((await api.get('/v1/items?limit=1000')).body.items as Array<{ id: string; name: string }>).find((i) => i.name === 'sunset.png')!.id;
+  const made = await waitFor(async () => (await fetch(`${api.baseUrl}/v1/files/${id}/thumbnail`, { headers: { authorization: `Bearer ${api.token}` } })).status === 200, 20_000, 100);
+  expect(made).toBe(true);
+  await page.getByRole('button', { name: 'Grid view' }).click();
+  const thumbnail = page.getByRole('img', { name: 'sunset.png' });
+  await thumbnail.waitFor();
+  expect(await thumbnail.getAttribute('src')).toBe(`/v1/files/${id}/thumbnail?size=256`);
+  // Decoded from the service's bytes, not a broken image.
+  await page.waitForFunction((el: any) => el.complete && el.naturalWidth > 0, await thumbnail.elementHandle());
+  await page.getByRole('button', { name: 'List view' }).click();
+  await page.getByRole('table').waitFor();
+});
+
+test('a dropped folder tree makes its 1,050 folders in two sync-op requests, then its files go in', async () => {
+  const folderRequests: string[] = [];
+  const onRequest = (r: { method(): string; url(): string }) => {
+    const path = new URL(r.url()).pathname;
+    if (r.method() === 'POST' && (path === '/v1/sync/ops' || path.startsWith('/v1/folders'))) folderRequests.push(path);
+  };
+  page.on('request', onRequest);
+  await page.evaluate(`(() => {
+    const file = (name) => ({ isFile: true, name, file: (ok) => ok(new File([name], name, { type: 'text/plain' })) });
+    const dir = (name, children) => {
+      let read = false;
+      return { isDirectory: true, name, createReader: () => ({ readEntries: (ok) => { ok(read ? [] : children); read = true; } }) };
+    };
+    const subs = Array.from({ length: 1049 }, (_, i) => dir('sub ' + i, [file('n' + i + '.txt')]));
+    const tree = dir('Many', [dir('deep', [file('deep.txt')]), ...subs]);
+    const drop = new Event('drop', { bubbles: true, cancelable: true });
+    Object.defineProperty(drop, 'dataTransfer', { value: { items: [{ webkitGetAsEntry: () => tree }], files: [] } });
+    document.querySelector('div.files').dispatchEvent(drop);
+  })()`);
+  await page.getByRole('region', { name: 'Uploads' }).getByText('1050 of 1050 done').waitFor({ timeout: 60_000 });
+  page.off('request', onRequest);
+  // 1,051 folders (the dropped one and its 1,050) in batches of up to 1,000 ops: two requests.
+  expect(folderRequests).toEqual(['/v1/sync/ops', '/v1/sync/ops']);
+  const many = ((await api.get('/v1/items?limit=1000')).body.items as Array<{ id: string; name: string }>).find((i) => i.name === 'Many')!;
+  expect((await api.get(`/v1/items?folderId=${many.id}&limit=1`)).body.total).toBe(1050);
+  const deep = ((await api.get(`/v1/items?folderId=${many.id}&limit=1`)).body.items as Array<{ id: string; name: string }>)[0]!;
+  expect(deep.name).toBe('deep');
+  expect((await api.get(`/v1/items?folderId=${deep.id}`)).body.items.map((i: { name: string }) => i.name)).toEqual(['deep.txt']);
+  await page.getByRole('button', { name: 'Clear finished' }).click();
 });
