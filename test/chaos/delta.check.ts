@@ -6,7 +6,6 @@ import { S3ContentStore } from '../../shared/storage/s3/s3.store';
 import type { Api } from '../support/client';
 import { DeltaDevice, type DeltaCounters, type DeltaFile } from './delta.device';
 
-const MiB = 1024 * 1024;
 const FILES_PER_USER = 2;
 const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
@@ -21,16 +20,16 @@ export function deltaCounters(): DeltaCounters {
   return { requests: 0, acknowledged: 0, ackedLate: 0, preconditionFailed: 0, rebased: 0, failures: {}, wrongAnswers: 0, examples: [] };
 }
 
-/** Creates `n` users, each with FILES_PER_USER files of 1-3 MiB and two devices that start from them. */
-export async function deltaUsers(admin: Api, baseUrl: string, n: number, counters: DeltaCounters, hangMs: number): Promise<DeltaUser[]> {
+/** Creates `n` users, each with FILES_PER_USER files of a quarter to three quarters of `maxSize` and two devices that start from them. */
+export async function deltaUsers(admin: Api, baseUrl: string, n: number, counters: DeltaCounters, hangMs: number, maxSize: number): Promise<DeltaUser[]> {
   const users: DeltaUser[] = [];
   for (let i = 0; i < n; i++) {
     const first = await admin.createUser(`chaos-delta-${i}`);
     const second = await first.api.login(`chaos-delta-${i}`, 'user-password-1');
     const files: DeltaFile[] = [];
-    const devices = [first, second].map((d, k) => new DeltaDevice(`u${i}-d${k}`, baseUrl, d.token, files, counters, hangMs));
+    const devices = [first, second].map((d, k) => new DeltaDevice(`u${i}-d${k}`, baseUrl, d.token, files, counters, hangMs, maxSize));
     for (let j = 0; j < FILES_PER_USER; j++) {
-      const bytes = randomBytes(MiB + Math.floor(Math.random() * 2 * MiB));
+      const bytes = randomBytes(Math.floor(maxSize / 4 + (Math.random() * maxSize) / 2));
       const file = await devices[0]!.client.uploadFile({ content: bytes, name: `large-${j}.bin`, sha256: sha256(bytes) });
       files.push({ id: file.id, createdRev: file.rev, acks: [], last: { rev: file.rev, bytes }, unconfirmed: 0, unresolved: false });
     }

@@ -5,10 +5,6 @@ import { AbortedError, ApiError } from '../../clients/src/sdk/errors';
 import { chunksOf, type ContentChunk } from '../../shared/protocol/chunking';
 
 const KiB = 1024;
-const MiB = 1024 * KiB;
-/** Sizes the edits keep a file within: large enough for deltas, small enough for a quick run. */
-const MIN_SIZE = MiB;
-const MAX_SIZE = 4 * MiB;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
@@ -57,15 +53,15 @@ interface Local {
 
 type Edit = (bytes: Buffer) => Buffer;
 
-/** Overwrites, inserts, appends or cuts a stretch, keeping the size within MIN_SIZE..MAX_SIZE. */
-function randomEdit(): Edit {
+/** Overwrites, inserts, appends or cuts a stretch, keeping the size within a quarter of `maxSize` and `maxSize`. */
+function randomEdit(maxSize: number): Edit {
   const roll = Math.random();
   const len = 1 + Math.floor(Math.random() * 256 * KiB);
   const fresh = randomBytes(len);
   const at = Math.random();
   return (b) => {
     const pos = Math.floor(at * b.length);
-    if (b.length + len > MAX_SIZE || (roll < 0.15 && b.length - len >= MIN_SIZE)) return Buffer.concat([b.subarray(0, pos), b.subarray(Math.min(b.length, pos + len))]);
+    if (b.length + len > maxSize || (roll < 0.15 && b.length - len >= maxSize / 4)) return Buffer.concat([b.subarray(0, pos), b.subarray(Math.min(b.length, pos + len))]);
     if (roll < 0.5) return Buffer.concat([b.subarray(0, pos), fresh, b.subarray(Math.min(b.length, pos + len))]);
     if (roll < 0.8) return Buffer.concat([b.subarray(0, pos), fresh.subarray(0, Math.min(len, 64 * KiB)), b.subarray(pos)]);
     return Buffer.concat([b, fresh]);
@@ -91,6 +87,8 @@ export class DeltaDevice {
     private readonly files: DeltaFile[],
     private readonly counters: DeltaCounters,
     private readonly hangMs: number,
+    /** The largest a file may grow: large enough for deltas (on S3, for copies in the bucket), small enough for a quick run. */
+    private readonly maxSize: number,
   ) {
     this.client = new FilesyncClient({ server, token });
   }
@@ -103,7 +101,7 @@ export class DeltaDevice {
   async run(stop: () => boolean, drainUntil: () => number): Promise<void> {
     while (!stop()) {
       const f = this.files[Math.floor(Math.random() * this.files.length)]!;
-      if (!(await this.send(f, randomEdit(), drainUntil))) return;
+      if (!(await this.send(f, randomEdit(this.maxSize), drainUntil))) return;
       await sleep(400 + Math.random() * 800);
     }
   }

@@ -1,5 +1,5 @@
 /**
- * `npm run chaos [-- --minutes=3] [-- --workers=3] [-- --devices=12] [-- --delta-users=2] [-- --redis=cluster] [-- --storage=s3] [-- --keep]`
+ * `npm run chaos [-- --minutes=3] [-- --workers=3] [-- --devices=12] [-- --delta-users=2] [-- --delta-mib=4] [-- --redis=cluster] [-- --storage=s3] [-- --keep]`
  *
  * A fault-injection run against real processes: one gateway and several workers built into dist/,
  * a database of its own on the local MySQL/MariaDB (DATABASE_HOST_URL, default root@127.0.0.1:3306)
@@ -13,10 +13,10 @@
  * (scripts/rgw.sh) and a client uploads files over tus through every fault, resuming from HEAD's
  * offset whenever a request fails (the gateway's SIGKILL above all); each finished file is read back
  * and compared at the end. Beside them, the two devices of each delta user edit the same 1-4 MiB files
- * and send every edit as a delta upload (delta.device.ts); at the end each file must hold, byte for
- * byte, the last write acknowledged, with one rev and one kept version per write, the byte counters
- * equal to the rows, and staging holding only what the SIGKILLed gateways left, which the staging
- * sweep removes. At the end MySQL is checked against every answer; the exit code is non-zero
+ * (`--delta-mib` sets the largest) and send every edit as a delta upload (delta.device.ts); at the
+ * end each file must hold, byte for byte, the last write acknowledged, with one rev and one kept
+ * version per write, the byte counters equal to the rows, and staging holding only what the
+ * SIGKILLed gateways left, which the staging sweep removes. At the end MySQL is checked against every answer; the exit code is non-zero
  * when anything was lost, doubled, applied out of order or left hanging.
  */
 import { randomBytes } from 'node:crypto';
@@ -48,6 +48,8 @@ const MINUTES = Number(args.minutes ?? 3);
 const WORKERS = Number(args.workers ?? 3);
 const DEVICES = Number(args.devices ?? 12);
 const DELTA_USERS = Number(args['delta-users'] ?? 2);
+/** The largest a delta file grows; files start between a quarter and three quarters of it. */
+const DELTA_MAX_BYTES = Number(args['delta-mib'] ?? 4) * 1024 * 1024;
 /** Few kept versions, so the run's many rewrites of large files take little disk. */
 const MAX_VERSIONS = 3;
 const ON_CLUSTER = args.redis === 'cluster';
@@ -116,7 +118,7 @@ async function main(): Promise<void> {
     }
 
     const deltaStats = deltaCounters();
-    const deltas = await deltaUsers(admin, baseUrl, DELTA_USERS, deltaStats, HANG_MS);
+    const deltas = await deltaUsers(admin, baseUrl, DELTA_USERS, deltaStats, HANG_MS, DELTA_MAX_BYTES);
 
     const started = Date.now();
     const endAt = started + MINUTES * 60_000;

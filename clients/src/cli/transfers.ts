@@ -1,8 +1,7 @@
-import { createHash } from 'node:crypto';
-import { createWriteStream, promises as fs, openAsBlob } from 'node:fs';
+import { createHash, type Hash } from 'node:crypto';
+import { promises as fs, openAsBlob } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { File } from '../../../shared/protocol';
 import { ApiError } from '../sdk/errors';
 import { STATE_DIR, type Journal, type PendingUpload } from './journal';
@@ -15,6 +14,51 @@ import { BulkTransfers } from './bulk.transfers';
 
 /** Uploads above this size go by tus and resume after a crash. */
 export const RESUMABLE_THRESHOLD = 8 * 1024 * 1024;
+
+/** Bytes gathered before one write: a few large writes instead of one per piece the network hands over. */
+const WRITE_BATCH = 1024 * 1024;
+
+async function writeAll(handle: FileHandle, pieces: Buffer[]): Promise<void> {
+  const bytes = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
+  for (let at = 0; at < bytes.length; ) at += (await handle.write(bytes, at, bytes.length - at)).bytesWritten;
+}
+
+/**
+ * A response body into a new file, hashed as it arrives; the bytes are written in batches while
+ * the next ones come in, and are on disk (fsync) before it resolves, so that the rename that places
+ * them never publishes a file a power cut could leave empty.
+ */
+async function receive(res: Response, file: string, hash: Hash, progress: (done: number) => void): Promise<void> {
+  const handle = await fs.open(file, 'wx', 0o600);
+  let writing: Promise<void> = Promise.resolve();
+  try {
+    let batch: Buffer[] = [];
+    let batched = 0;
+    let done = 0;
+    const flush = async () => {
+      await writing;
+      const out = batch;
+      batch = [];
+      batched = 0;
+      writing = writeAll(handle, out);
+    };
+    for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
+      const chunk = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
+      hash.update(chunk);
+      done += chunk.length;
+      progress(done);
+      batch.push(chunk);
+      batched += chunk.length;
+      if (batched >= WRITE_BATCH) await flush();
+    }
+    if (batched > 0) await flush();
+    await writing;
+    await handle.sync();
+  } finally {
+    await writing.catch(() => undefined);
+    await handle.close();
+  }
+}
 
 export class Transfers {
   private readonly delta: DeltaTransfers;
@@ -78,20 +122,8 @@ export class Transfers {
     const expected = this.session.client.announcedDigest(res) ?? announced;
     const hash = createHash('sha256');
     const bar = this.reporter.progress(label, size);
-    let done = 0;
-    const tap = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        hash.update(chunk);
-        done += chunk.length;
-        bar.update(done);
-        cb(null, chunk);
-      },
-    });
     try {
-      await pipeline(Readable.fromWeb(res.body as never), tap, createWriteStream(tmp, { mode: 0o600 }), { signal: this.signal });
-      const handle = await fs.open(tmp, 'r');
-      await handle.sync();
-      await handle.close();
+      await receive(res, tmp, hash, (done) => bar.update(done));
     } catch (err) {
       await fs.rm(tmp, { force: true });
       throw err;

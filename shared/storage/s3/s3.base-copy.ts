@@ -4,6 +4,7 @@ import {
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
+  HeadObjectCommand,
   PutObjectCommand,
   UploadPartCommand,
   UploadPartCopyCommand,
@@ -195,6 +196,9 @@ export class S3BaseCopyStaging implements BaseCopyStaging {
     if (this.bufferedBytes > 0) await this.sendBuffered();
     const parts = await Promise.all(this.parts);
     await this.t.client.send(new CompleteMultipartUploadCommand({ ...this.where(), UploadId: this.uploadId, MultipartUpload: { Parts: parts } }));
+    // The hash covers the bytes that went by; the object must be exactly as long, or a copy stood for other bytes.
+    const head = await this.t.client.send(new HeadObjectCommand(this.where()));
+    if (head.ContentLength !== this.position) throw new Error(`staged ${head.ContentLength} bytes on S3 for ${this.position} assembled`);
   }
 
   /**
