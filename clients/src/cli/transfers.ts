@@ -42,7 +42,7 @@ async function receive(res: Response, file: string, hash: Hash, progress: (done:
       batched = 0;
       writing = writeAll(handle, out);
     };
-    for await (const piece of res.body as unknown as AsyncIterable<Uint8Array>) {
+    for await (const piece of (res.body ?? []) as unknown as AsyncIterable<Uint8Array>) {
       const chunk = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
       hash.update(chunk);
       done += chunk.length;
