@@ -49,6 +49,35 @@ for (let i = 0; i < 256; i++) GEAR[i] = createHash('sha256').update(Buffer.of(i)
 const MASK_SMALL = 0xffffe000 | 0; // 19 bits
 const MASK_LARGE = 0xfffe0000 | 0; // 15 bits
 
+/** The hash where the last `scan` stopped. */
+let scanned = 0;
+
+/**
+ * Runs the gear hash from `h` over `bytes[i..end)`: the index just after the first byte at which the
+ * hash's `mask` bits are all 0, or -1; the hash at that point in `scanned`. Unrolled by four: the
+ * loop's own bookkeeping is then a quarter of what it is byte by byte, which V8 turns into about twice
+ * the throughput (the delta bench reports it).
+ */
+function scan(bytes: Uint8Array, i: number, end: number, mask: number, h: number): number {
+  const gear = GEAR;
+  for (const end4 = end - 3; i < end4; i += 4) {
+    h = ((h << 1) + gear[bytes[i]!]!) | 0;
+    if ((h & mask) === 0) return ((scanned = h), i + 1);
+    h = ((h << 1) + gear[bytes[i + 1]!]!) | 0;
+    if ((h & mask) === 0) return ((scanned = h), i + 2);
+    h = ((h << 1) + gear[bytes[i + 2]!]!) | 0;
+    if ((h & mask) === 0) return ((scanned = h), i + 3);
+    h = ((h << 1) + gear[bytes[i + 3]!]!) | 0;
+    if ((h & mask) === 0) return ((scanned = h), i + 4);
+  }
+  for (; i < end; i++) {
+    h = ((h << 1) + gear[bytes[i]!]!) | 0;
+    if ((h & mask) === 0) return ((scanned = h), i + 1);
+  }
+  scanned = h;
+  return -1;
+}
+
 /**
  * Cuts a stream of bytes into chunks as it is fed, whatever the sizes of the pieces it is fed in:
  * `update` returns the chunks completed by a piece, `finish` the last one.
@@ -72,36 +101,15 @@ export class ContentChunker {
         this.length += skip;
         continue;
       }
-      let h = this.hash;
-      let len = this.length;
-      let cut = false;
-      // The two loops differ only by their mask; each is the hot path of its region.
-      const smallEnd = Math.min(n, i + Math.max(0, avgBytes - len));
-      while (i < smallEnd) {
-        h = ((h << 1) + GEAR[piece[i]!]!) | 0;
-        i++;
-        len++;
-        if ((h & MASK_SMALL) === 0) {
-          cut = true;
-          break;
-        }
-      }
-      if (!cut && len >= avgBytes) {
-        const largeEnd = Math.min(n, i + (maxBytes - len));
-        while (i < largeEnd) {
-          h = ((h << 1) + GEAR[piece[i]!]!) | 0;
-          i++;
-          len++;
-          if ((h & MASK_LARGE) === 0) {
-            cut = true;
-            break;
-          }
-        }
-        if (len >= maxBytes) cut = true;
-      }
-      this.hash = h;
-      this.length = len;
-      if (cut) {
+      // Below the average length the stricter mask, from it the looser one, up to the largest length.
+      const small = this.length < avgBytes;
+      const end = Math.min(n, i + (small ? avgBytes : maxBytes) - this.length);
+      const at = scan(piece, i, end, small ? MASK_SMALL : MASK_LARGE, this.hash);
+      const stop = at < 0 ? end : at;
+      this.hash = scanned;
+      this.length += stop - i;
+      i = stop;
+      if (at >= 0 || this.length >= maxBytes) {
         this.sha.update(piece.subarray(start, i));
         start = i;
         done.push(this.close());

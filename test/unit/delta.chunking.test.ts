@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { planDelta } from '../../clients/src/sdk/delta';
 import { CHUNKING, ContentChunker, chunksOf, packChunks, unpackChunks } from '../../shared/protocol/chunking';
 
@@ -28,6 +28,21 @@ test('an insertion, an overwrite or an append costs about its size, not the file
   expect(missing(all, Buffer.concat([data, randomBytes(1024 * 1024)]))).toBeLessThan(1024 * 1024 + CHUNKING.maxBytes);
 });
 
+test('fixed vectors pin the cut points and hashes, which every client and service must reproduce', () => {
+  // SHA-256 in counter mode: the same 3 MiB everywhere, with cuts below and above the average length.
+  const parts = [];
+  for (let i = 0; i < (3 * 1024 * 1024) / 32; i++) parts.push(createHash('sha256').update(`filesync chunking ${i}`).digest());
+  const chunks = chunksOf(Buffer.concat(parts));
+  expect(chunks.map((c) => c.length)).toEqual([
+    142649, 131416, 125433, 133030, 147778, 166484, 154910, 150167, 156035, 86808, 221900, 142270, 156677, 139314, 159342, 81781, 167126, 155978,
+    139068, 185562, 202000,
+  ]);
+  expect(chunks[0]!.sha256).toBe('1f19fb3f75a9b9734cef86c5a42f46eb4dad896767520dc72399d0a6878d66ae');
+  expect(createHash('sha256').update(packChunks(chunks)).digest('hex')).toBe('0ad1b67b28526b1378940b09250e27939076eac561ddec8e40bc74cb7d6deb2b');
+  // Bytes that never satisfy a mask are cut at the largest length.
+  expect(chunksOf(Buffer.alloc(2 * 1024 * 1024 + 1000)).map((c) => c.length)).toEqual([524288, 524288, 524288, 524288, 1000]);
+});
+
 test('a packed list unpacks to the same chunks', () => {
   expect(unpackChunks(packChunks(all))).toEqual(all);
 });
@@ -37,7 +52,6 @@ describe('cutting a file against the chunk list of its earlier content', () => {
   const os = require('node:os') as typeof import('node:os');
   const fs = require('node:fs') as typeof import('node:fs');
   const path = require('node:path') as typeof import('node:path');
-  const { createHash } = require('node:crypto') as typeof import('node:crypto');
   const overwritten = Buffer.from(data);
   randomBytes(1024 * 1024).copy(overwritten, 3_333_333);
   test.each([
@@ -48,6 +62,7 @@ describe('cutting a file against the chunk list of its earlier content', () => {
     ['cut short', data.subarray(0, 5_000_000)],
     ['10 bytes deleted and 1 MiB inserted', Buffer.concat([data.subarray(0, 2_000_000), randomBytes(1024 * 1024), data.subarray(2_000_010)])],
     ['all new', randomBytes(3 * 1024 * 1024)],
+    ['grown past 64 MiB (the whole digest taken on another thread)', Buffer.concat([data, randomBytes(57 * 1024 * 1024)])],
   ])('%s: the same chunks and digest as cutting the whole file', async (_name, content) => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'chunks-')), 'f');
     fs.writeFileSync(file, content);
