@@ -32,6 +32,12 @@ export interface SyncContext {
   pending: number;
   /** DIR is on a case-insensitive file system: two server names differing only in case cannot both live there. */
   caseInsensitive: boolean;
+  /**
+   * Watching: a large file whose stat is its base's but was read too soon after its last write to
+   * vouch for its bytes is checked by a later pass instead of being read again now, and this is set.
+   */
+  deferRacy?: boolean;
+  recheckLater?: boolean;
 }
 
 /** Whether DIR's file system folds case, probed once in the state folder. */

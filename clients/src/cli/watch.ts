@@ -4,6 +4,7 @@ import { sleep } from '../sdk/http';
 import { GuardError, type SyncContext } from './context';
 import { runPass, syncOnce } from './engine';
 import { ExitError } from './session';
+import { MTIME_TICK_MS } from './scan';
 
 const DEBOUNCE_MS = 400;
 const PERIODIC_SCAN_MS = 60_000;
@@ -23,6 +24,7 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
     wake?.();
   };
   let timer: NodeJS.Timeout | undefined;
+  let recheck: NodeJS.Timeout | undefined;
   const debounced = () => {
     clearTimeout(timer);
     timer = setTimeout(poke, DEBOUNCE_MS);
@@ -74,6 +76,12 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
             ctx.journal.set('last_sync', new Date().toISOString());
           }
           first = false;
+          ctx.deferRacy = true;
+          if (ctx.recheckLater) {
+            ctx.recheckLater = false;
+            clearTimeout(recheck);
+            recheck = setTimeout(poke, MTIME_TICK_MS + 100);
+          }
           failures = 0;
         } catch (err) {
           if (ctx.signal.aborted || err instanceof AbortedError) break;
@@ -103,6 +111,7 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
     }
   } finally {
     clearTimeout(timer);
+    clearTimeout(recheck);
     await watcher?.close();
     await polling;
   }
