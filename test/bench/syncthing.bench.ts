@@ -121,7 +121,11 @@ function runCli(args: string[], env: Record<string, string>, profDir?: string): 
 /** BENCH_CLI_CPU_PROF=<dir>: the command's processes write V8 CPU profiles there. */
 const cpuProf = (dir: string | undefined, name: string) => (dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}-${Date.now()}-${process.hrtime.bigint() % 100000n}.cpuprofile`] : []);
 
-const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+const median = (xs: number[]) => {
+  const s = [...xs].sort((x, y) => x - y);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
 const spread = (xs: number[]) => `${fmt(median(xs) / 1000)} s (${fmt(Math.min(...xs) / 1000)}-${fmt(Math.max(...xs) / 1000)})`;
 
 export async function runSyncthing(ctx: BenchContext): Promise<ScenarioReport> {
