@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import sharp, { type OutputInfo } from 'sharp';
 import { MAX_THUMBNAIL_SIZE, THUMBNAIL_SIZES } from './thumbnail.sizes';
 
@@ -28,6 +30,7 @@ export class UnreadableImageError extends Error {
  * animation is the picture.
  */
 export async function makeThumbnails(source: Buffer): Promise<Map<number, Buffer>> {
+  lowerImageThreadPriority();
   let decoded: { data: Buffer; info: OutputInfo };
   try {
     decoded = await sharp(source, { failOn: 'error', limitInputPixels: MAX_INPUT_PIXELS })
@@ -44,6 +47,7 @@ export async function makeThumbnails(source: Buffer): Promise<Map<number, Buffer
   for (const size of THUMBNAIL_SIZES) {
     images.set(size, await sharp(data, raw).resize(size, size, { fit: 'inside', withoutEnlargement: true }).webp(WEBP).toBuffer());
   }
+  lowerImageThreadPriority();
   return images;
 }
 
@@ -55,4 +59,32 @@ export function limitImageThreads(threads = 1): void {
   sharp.concurrency(threads);
   // The operation cache helps a process that reworks the same images; each content here is decoded once.
   sharp.cache(false);
+}
+
+/** The lowest priority a thread can have (nice 19). */
+export const IMAGE_THREAD_NICE = 19;
+
+/**
+ * Linux keeps a nice value per thread, so libvips' threads (named "libvips worker", where nearly all
+ * of a thumbnail's CPU goes) are set to nice 19 while the worker's own threads keep theirs: uploads,
+ * sync batches and the database get the cores first, and thumbnails take what is left. libvips
+ * starts threads as it needs them, so this runs before and after each image; a thread already
+ * lowered is left alone. Elsewhere, or without /proc, images run at the process's priority.
+ */
+export function lowerImageThreadPriority(): void {
+  if (process.platform !== 'linux') return;
+  let tids: string[];
+  try {
+    tids = readdirSync('/proc/self/task');
+  } catch {
+    return;
+  }
+  for (const tid of tids) {
+    try {
+      if (!readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').startsWith('libvips')) continue;
+      if (os.getPriority(Number(tid)) < IMAGE_THREAD_NICE) os.setPriority(Number(tid), IMAGE_THREAD_NICE);
+    } catch {
+      // The thread ended in between.
+    }
+  }
 }
