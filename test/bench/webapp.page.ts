@@ -142,3 +142,41 @@ export async function dropAndWait(page: Page, count: number, bytes: number, tree
   if (at < 0) throw new Error(`a dropped file failed: ${await page.locator('section.uploads [role=alert]').first().textContent()}`);
   return at - t;
 }
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
+  hitCount?: number;
+}
+
+/**
+ * Runs `during` under the renderer's sampling profiler (DevTools protocol) and answers the functions
+ * with the most self time, in milliseconds: where the main thread went while the page worked.
+ */
+export async function profileDuring(page: Page, during: () => Promise<unknown>, top = 8): Promise<Array<{ fn: string; ms: number }>> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Profiler.enable');
+  await cdp.send('Profiler.setSamplingInterval', { interval: 500 });
+  await cdp.send('Profiler.start');
+  try {
+    await during();
+  } catch (err) {
+    await cdp.send('Profiler.stop').catch(() => undefined);
+    await cdp.detach().catch(() => undefined);
+    throw err;
+  }
+  const { profile } = (await cdp.send('Profiler.stop')) as unknown as { profile: { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] } };
+  await cdp.detach();
+  const byNode = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map<string, number>();
+  profile.samples.forEach((id, i) => {
+    const { functionName, url, lineNumber, columnNumber } = byNode.get(id)!.callFrame;
+    // The bundle is minified: a function is told by its file, line and column.
+    const key = url ? `${functionName || '(anonymous)'} ${url.replace(/^.*\//, '')}:${lineNumber + 1}:${columnNumber + 1}` : functionName;
+    self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i + 1] ?? 0) / 1000);
+  });
+  const busy = [...self.entries()].filter(([fn]) => fn !== '(idle)');
+  const total = busy.reduce((sum, [, ms]) => sum + ms, 0);
+  const ranked = busy.sort((a, b) => b[1] - a[1]).slice(0, top).map(([fn, ms]) => ({ fn, ms: Math.round(ms * 10) / 10 }));
+  return [{ fn: 'all but idle', ms: Math.round(total) }, ...ranked];
+}
