@@ -86,11 +86,13 @@ describe('POST /files/:id/delta on S3', () => {
 
   test('a wrong declared SHA-256: 400, the content unchanged, no object and no multipart upload left', async () => {
     const up = await api.upload({}, { name: `big-${newId()}.bin`, content: base });
+    const keys = await stored.keys();
 
     const res = await sendDelta(up.body.id, deltaBody(segments), sha256(base), sha256('something else'));
 
     expectError(res, 400, 'INVALID_REQUEST');
     expect((await api.get(`/v1/files/${up.body.id}`)).body).toMatchObject({ rev: up.body.rev, sha256: sha256(base) });
+    expect(await stored.keys()).toEqual(keys);
     expect(await leftovers()).toEqual([]);
   });
 });
