@@ -70,12 +70,14 @@ export function sendBulk(batch) {
     xhr.open('POST', '/v1/files/bulk');
     xhr.setRequestHeader('content-type', 'application/vnd.filesync.bulk');
     xhr.responseType = 'json';
+    // Files wholly sent are filled once; only the one being sent moves, so a progress event costs a file or two, not the batch.
+    let current = 0;
     xhr.upload.onprogress = (e) => {
-      // Only files not yet wholly sent move; finished ones stay full until their result.
-      batch.forEach((upload, i) => {
-        const start = i === 0 ? 0 : ends[i - 1];
-        if (e.loaded >= start && upload.progress.value < 1) upload.progress.value = Math.min(1, (e.loaded - start) / Math.max(1, ends[i] - start));
-      });
+      while (current < batch.length && e.loaded >= ends[current]) batch[current++].progress.value = 1;
+      const upload = batch[current];
+      if (!upload) return;
+      const start = current === 0 ? 0 : ends[current - 1];
+      upload.progress.value = Math.max(0, (e.loaded - start) / Math.max(1, ends[current] - start));
     };
     xhr.onload = () => {
       const results = xhr.response?.results ?? xhr.response?.error?.details?.results;
