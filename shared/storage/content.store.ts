@@ -40,6 +40,13 @@ export interface ContentStore {
    * S3_DOWNLOADS=proxy). The caller has checked that `key` exists (it opened it).
    */
   downloadUrl?(key: string, headers: DownloadHeaders): Promise<string | undefined>;
+  /**
+   * Where the driver has it: reads several small contents whole in one trip off the event loop, each
+   * into `into` (a view of shared memory, as long as the content should be). Per key, in order: the
+   * content's size, how many of its bytes landed and their CRC-32 (taken where they were read), or
+   * ContentNotFoundError or the read's failure.
+   */
+  readWhole?(items: { key: string; into: Buffer }[]): Promise<({ size: number; read: number; crc32: number } | Error)[]>;
   /** Size and age of the content of `key`; undefined only when it does not exist (other failures throw). */
   stat(key: string): Promise<StoredObject | undefined>;
   /** Removes the content of `key`; nothing happens when it is gone already. */

@@ -18,7 +18,7 @@ export interface Slab {
 }
 
 /**
- * Read buffers cut into pieces one after another, as the local driver's downloads reuse theirs: with
+ * Read buffers (over shared memory, so a store's reading thread can fill them) cut into pieces one after another, as the local driver's downloads reuse theirs: with
  * a fresh buffer per file, the external memory they add starts full collections of the gateway's
  * heap. A slab goes back to the pool only once every piece cut from it was released, that is, written.
  */
@@ -29,7 +29,7 @@ export class Slabs {
     let slab = this.current;
     if (!slab || slab.used + size > slab.buf.length) {
       if (slab) this.retire(slab);
-      slab = this.current = { buf: keptSlabs.pop() ?? Buffer.allocUnsafeSlow(CHUNK), used: 0, refs: 0, retired: false };
+      slab = this.current = { buf: keptSlabs.pop() ?? Buffer.from(new SharedArrayBuffer(CHUNK)), used: 0, refs: 0, retired: false };
     }
     const bytes = slab.buf.subarray(slab.used, slab.used + size);
     slab.used += size;

@@ -8,14 +8,18 @@ export interface AheadEntry {
   sizeBytes: number;
 }
 
-/** Files opened and read ahead of the one being written, at most: the descriptors or requests in flight. */
-const AHEAD_ENTRIES = 16;
+/** Files read ahead of the one being written, at most: the descriptors or requests in flight. */
+const AHEAD_ENTRIES = 64;
+/** Small files read whole per trip, on a store that reads many at once. */
+const BATCH = 16;
 /** Bytes read ahead of the writer and not yet handed to the socket, at most: the archive's memory. */
 const AHEAD_BYTES = 8 * 1024 * 1024;
 
 /** Bytes to write; `release` gives their memory back once the socket has taken them. */
 export interface Piece {
   bytes: Buffer;
+  /** Their CRC-32 when the store took it as it read them (the piece is then the whole content). */
+  crc32?: number;
   release(): void;
 }
 
@@ -74,6 +78,9 @@ export class ContentAhead<E extends AheadEntry> {
   private stopped = false;
   private wakeWriter: (() => void) | undefined;
   private wakeReader: (() => void) | undefined;
+  /** Small files cut from slabs, to be read whole in one trip. */
+  private batch: { fetch: Fetch<E>; bytes: Buffer; slab: Slab }[] = [];
+  private flushing: NodeJS.Immediate | undefined;
   /** Object-store bodies being read, destroyed when the archive stops. */
   private readonly streams = new Set<Readable>();
 
@@ -120,9 +127,10 @@ export class ContentAhead<E extends AheadEntry> {
   }
 
   /** A piece's memory returns once the socket took its bytes. */
-  private piece(bytes: Buffer, slab?: Slab): Piece {
+  private piece(bytes: Buffer, slab?: Slab, crc32?: number): Piece {
     return {
       bytes,
+      crc32,
       release: () => {
         this.budget.give(bytes.length);
         if (slab) this.slabs.release(slab);
@@ -143,7 +151,8 @@ export class ContentAhead<E extends AheadEntry> {
           // Reserved in order, read at once: several small files are read at the same time.
           await this.budget.take(entry.sizeBytes);
           if (this.stopped) return;
-          void this.read(fetch);
+          if (this.store.readWhole) this.readWhole(fetch);
+          else void this.read(fetch);
         } else {
           await this.read(fetch);
         }
@@ -165,6 +174,36 @@ export class ContentAhead<E extends AheadEntry> {
     const w = this.wakeWriter;
     this.wakeWriter = undefined;
     w?.();
+  }
+
+  /**
+   * Queues a small file for the next batch, sent when full or once this turn of the event loop has
+   * listed what it could: on a busy machine each trip to a reading thread costs more than the read.
+   */
+  private readWhole(fetch: Fetch<E>): void {
+    this.batch.push({ fetch, ...this.slabs.cut(fetch.entry.sizeBytes) });
+    if (this.batch.length >= BATCH) this.flush();
+    else this.flushing ??= setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    if (this.flushing) clearImmediate(this.flushing);
+    this.flushing = undefined;
+    const batch = this.batch;
+    this.batch = [];
+    if (batch.length === 0 || this.stopped) return;
+    this.store.readWhole!(batch.map(({ fetch, bytes }) => ({ key: fetch.entry.storageKey, into: bytes }))).then(
+      (results) =>
+        results.forEach((r, i) => {
+          const { fetch, bytes, slab } = batch[i]!;
+          const { storageKey, sizeBytes } = fetch.entry;
+          if (r instanceof Error) return fetch.finish(r);
+          if (r.size !== sizeBytes || r.read !== sizeBytes) return fetch.finish(new Error(`the content of ${storageKey} is ${r.size} bytes, not ${sizeBytes}`));
+          fetch.push(this.piece(bytes, slab, r.crc32));
+          fetch.finish();
+        }),
+      (err: unknown) => batch.forEach(({ fetch }) => fetch.finish(err)),
+    );
   }
 
   /** Reads one file into its pieces; a failure is the writer's to meet when it reaches the file. */

@@ -110,7 +110,7 @@ export async function sendArchive(res: Response, store: ContentStore, entries: A
         const next = fetch.next();
         const piece = next instanceof Promise ? await next : next;
         if (failed || !piece) break;
-        crc = crc32(piece.bytes, crc);
+        crc = piece.crc32 !== undefined && written === 0 ? piece.crc32 : crc32(piece.bytes, crc);
         written += piece.bytes.length;
         write(piece.bytes, sent(piece));
       }

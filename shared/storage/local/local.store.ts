@@ -20,6 +20,7 @@ import {
 import { HashMeter } from '../hash.meter';
 import { writeDescriptor } from './buffer.pool';
 import { LocalTusStore, TUS_PREFIX } from './tus.file-store';
+import { WholeReader } from './whole.reader';
 
 /** The marker file, at the top of the folder, where fsck never looks for content. */
 export const MARKER_FILE = '.filesync-store';
@@ -81,6 +82,7 @@ export class LocalContentStore implements ContentStore {
   private tus: LocalTusStore | undefined;
   /** Whether this process has made (or found) the staging folder, which every upload's bytes enter. */
   private stagingMade = false;
+  private readonly whole = new WholeReader();
 
   constructor(uploadDir: string) {
     this.root = path.resolve(uploadDir);
@@ -185,6 +187,11 @@ export class LocalContentStore implements ContentStore {
       await closeFd(fd);
       throw err;
     }
+  }
+
+  async readWhole(items: { key: string; into: Buffer }[]): Promise<({ size: number; read: number; crc32: number } | Error)[]> {
+    const results = await this.whole.read(items.map(({ key, into }) => ({ file: this.pathOf(key), into })));
+    return results.map((r, i) => ('size' in r ? r : r.code === 'ENOENT' ? new ContentNotFoundError(items[i]!.key) : new Error(r.message)));
   }
 
   async stat(key: string): Promise<StoredObject | undefined> {
