@@ -37,7 +37,7 @@ export interface DeltaCounters {
   /** 412 answers, and those where the base had been replaced by the other device (the edit redone on the new content). */
   preconditionFailed: number;
   rebased: number;
-  /** Failed requests by kind: HTTP status, `network` (cut, refused), `hung` (no answer in time). */
+  /** Failed requests by kind: HTTP status, `network` (cut, refused), `hung` (no answer in time), `answer dropped` (by the device itself). */
   failures: Record<string, number>;
   /** 200 answers naming other bytes than the ones sent, and refusals no valid delta should get. */
   wrongAnswers: number;
@@ -121,18 +121,22 @@ export class DeltaDevice {
       const base = Math.random() < 0.2 ? await this.listOf(f.id, mine) : mine.chunks;
       const plan = planDelta(base, chunks);
       this.counters.requests++;
+      // Now and then the device stops listening once its body is sent: an answer lost on the way back.
+      const drop = Math.random() < 0.1 ? new AbortController() : undefined;
+      const sent = drop && (() => void setTimeout(() => drop.abort(), Math.random() * 50));
+      const hang = AbortSignal.timeout(this.hangMs);
       try {
         const file = await uploadDelta(this.client, f.id, {
-          body: paced(deltaBody(plan.steps, (offset, length) => pieces(target.subarray(offset, offset + length)), chunks)),
+          body: paced(deltaBody(plan.steps, (offset, length) => pieces(target.subarray(offset, offset + length)), chunks), sent),
           ifMatch: mine.sha256,
           sha256: targetSha,
-          signal: AbortSignal.timeout(this.hangMs),
+          signal: drop ? AbortSignal.any([hang, drop.signal]) : hang,
         });
         if (file.sha256 !== targetSha || file.size !== target.length) this.wrong(`${f.id}: answered ${file.sha256} (${file.size} bytes) for ${targetSha} (${target.length})`);
         this.acknowledge(f, file.rev, { bytes: target, sha256: targetSha, chunks }, false);
         return true;
       } catch (err) {
-        const kind = failureKind(err);
+        const kind = drop?.signal.aborted && !hang.aborted ? 'answer dropped' : failureKind(err);
         this.counters.failures[kind] = (this.counters.failures[kind] ?? 0) + 1;
         if (kind === '412') this.counters.preconditionFailed++;
         else if (kind === '400' || kind === '404' || kind === '507') this.wrong(`${f.id}: ${kind} ${(err as Error).message}`);
@@ -212,11 +216,12 @@ async function* pieces(bytes: Buffer): AsyncGenerator<Uint8Array> {
  * The body sent at the pace of a slow link (a pause after each record or piece): a delta takes a
  * second or so, so the gateway's SIGKILL finds some in the middle of their assembly.
  */
-async function* paced(body: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+async function* paced(body: AsyncIterable<Uint8Array>, sent?: () => void): AsyncGenerator<Uint8Array> {
   for await (const piece of body) {
     yield piece;
     await sleep(Math.random() * 60);
   }
+  sent?.();
 }
 
 function failureKind(err: unknown): string {
