@@ -70,7 +70,7 @@ export async function runWebAppUpload(ctx: BenchContext): Promise<ScenarioReport
   const { stack, log } = ctx;
   const bytes = ctx.profile.name === 'full' ? 1024 * MiB : 256 * MiB;
   const label = `${bytes / MiB} MiB`;
-  const reps = 2;
+  const reps = ctx.profile.name === 'full' ? 3 : 2;
   const created = await ctx.client.json('POST', '/v1/users', USER, ctx.adminToken);
   if (created.status !== 201) throw new Error(`user creation failed: ${created.status} ${created.text}`);
   // A gateway of its own on the same database and store, whose upload limit takes the file.
