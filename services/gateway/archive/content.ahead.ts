@@ -8,6 +8,9 @@ export interface AheadEntry {
   sizeBytes: number;
 }
 
+/** Room to leave before and after a file's bytes read whole, so that it leaves in one write with its framing. */
+export type Framing<E> = (entry: E) => { head: number; tail: number };
+
 /** Files read ahead of the one being written, at most: the descriptors or requests in flight. */
 const AHEAD_ENTRIES = 64;
 /** Small files read whole per trip, on a store that reads many at once. */
@@ -18,6 +21,8 @@ const AHEAD_BYTES = 8 * 1024 * 1024;
 /** Bytes to write; `release` gives their memory back once the socket has taken them. */
 export interface Piece {
   bytes: Buffer;
+  /** `bytes` with room before and after for the entry's header and descriptor, when the reads made it. */
+  framed?: Buffer;
   /** Their CRC-32 when the store took it as it read them (the piece is then the whole content). */
   crc32?: number;
   release(): void;
@@ -79,7 +84,7 @@ export class ContentAhead<E extends AheadEntry> {
   private wakeWriter: (() => void) | undefined;
   private wakeReader: (() => void) | undefined;
   /** Small files cut from slabs, to be read whole in one trip. */
-  private batch: { fetch: Fetch<E>; bytes: Buffer; slab: Slab }[] = [];
+  private batch: { fetch: Fetch<E>; bytes: Buffer; framed: Buffer; slab: Slab }[] = [];
   private flushing: NodeJS.Immediate | undefined;
   /** Object-store bodies being read, destroyed when the archive stops. */
   private readonly streams = new Set<Readable>();
@@ -87,6 +92,7 @@ export class ContentAhead<E extends AheadEntry> {
   constructor(
     private readonly store: ContentStore,
     entries: AsyncIterable<E>,
+    private readonly framing?: Framing<E>,
   ) {
     void this.run(entries);
   }
@@ -127,12 +133,13 @@ export class ContentAhead<E extends AheadEntry> {
   }
 
   /** A piece's memory returns once the socket took its bytes. */
-  private piece(bytes: Buffer, slab?: Slab, crc32?: number): Piece {
+  private piece(bytes: Buffer, slab?: Slab, crc32?: number, framed?: Buffer): Piece {
     return {
       bytes,
       crc32,
+      framed,
       release: () => {
-        this.budget.give(bytes.length);
+        this.budget.give((framed ?? bytes).length);
         if (slab) this.slabs.release(slab);
       },
     };
@@ -147,14 +154,16 @@ export class ContentAhead<E extends AheadEntry> {
         this.inFlight++;
         this.queue.push(fetch);
         this.wake();
-        if (entry.sizeBytes <= CHUNK) {
+        const frame = this.store.readWhole ? (this.framing?.(entry) ?? { head: 0, tail: 0 }) : undefined;
+        const whole = entry.sizeBytes + (frame ? frame.head + frame.tail : 0);
+        if (whole <= CHUNK) {
           // Reserved in order, read at once: several small files are read at the same time.
-          await this.budget.take(entry.sizeBytes);
+          await this.budget.take(whole);
           if (this.stopped) return;
-          if (this.store.readWhole) this.readWhole(fetch);
-          else void this.read(fetch);
+          if (frame) this.readWhole(fetch, frame);
+          else void this.read(fetch, true);
         } else {
-          await this.read(fetch);
+          await this.read(fetch, false);
         }
       }
       this.listed = true;
@@ -180,8 +189,9 @@ export class ContentAhead<E extends AheadEntry> {
    * Queues a small file for the next batch, sent when full or once this turn of the event loop has
    * listed what it could: on a busy machine each trip to a reading thread costs more than the read.
    */
-  private readWhole(fetch: Fetch<E>): void {
-    this.batch.push({ fetch, ...this.slabs.cut(fetch.entry.sizeBytes) });
+  private readWhole(fetch: Fetch<E>, { head, tail }: { head: number; tail: number }): void {
+    const { bytes: framed, slab } = this.slabs.cut(head + fetch.entry.sizeBytes + tail);
+    this.batch.push({ fetch, bytes: framed.subarray(head, head + fetch.entry.sizeBytes), framed, slab });
     if (this.batch.length >= BATCH) this.flush();
     else this.flushing ??= setImmediate(() => this.flush());
   }
@@ -195,11 +205,11 @@ export class ContentAhead<E extends AheadEntry> {
     this.store.readWhole!(batch.map(({ fetch, bytes }) => ({ key: fetch.entry.storageKey, into: bytes }))).then(
       (results) =>
         results.forEach((r, i) => {
-          const { fetch, bytes, slab } = batch[i]!;
+          const { fetch, bytes, framed, slab } = batch[i]!;
           const { storageKey, sizeBytes } = fetch.entry;
           if (r instanceof Error) return fetch.finish(r);
           if (r.size !== sizeBytes || r.read !== sizeBytes) return fetch.finish(new Error(`the content of ${storageKey} is ${r.size} bytes, not ${sizeBytes}`));
-          fetch.push(this.piece(bytes, slab, r.crc32));
+          fetch.push(this.piece(bytes, slab, r.crc32, framed));
           fetch.finish();
         }),
       (err: unknown) => batch.forEach(({ fetch }) => fetch.finish(err)),
@@ -207,9 +217,8 @@ export class ContentAhead<E extends AheadEntry> {
   }
 
   /** Reads one file into its pieces; a failure is the writer's to meet when it reaches the file. */
-  private async read(fetch: Fetch<E>): Promise<void> {
+  private async read(fetch: Fetch<E>, small: boolean): Promise<void> {
     const { storageKey, sizeBytes } = fetch.entry;
-    const small = sizeBytes <= CHUNK;
     let handle: ContentHandle | undefined;
     try {
       handle = await this.store.open(storageKey);

@@ -78,14 +78,20 @@ export class ZipEncoder {
     this.force = options.forceZip64 === true;
   }
 
-  /** The local header of an entry of `size` bytes; its bytes come next, then `end`. */
-  begin(path: string, size: number, mtime: Date): Buffer {
+  /** The bytes an entry's header and descriptor take (so a caller can frame its bytes with them in one buffer). */
+  frame(path: string, size: number): { head: number; tail: number } {
+    const zip64 = this.force || size >= MAX32;
+    return { head: 30 + Buffer.byteLength(path, 'utf8') + (zip64 ? 20 : 0), tail: zip64 ? 24 : 16 };
+  }
+
+  /** The local header of an entry of `size` bytes (in `into` when given, `frame().head` long); its bytes come next, then `end`. */
+  begin(path: string, size: number, mtime: Date, into?: Buffer): Buffer {
     if (this.open) throw new Error('the previous entry is not ended');
     const name = Buffer.from(path, 'utf8');
     if (name.length > MAX16) throw new Error('an entry name is longer than a ZIP holds');
     const zip64 = this.force || size >= MAX32;
     const { date, time } = dosDateTime(mtime);
-    const header = Buffer.allocUnsafe(30 + name.length + (zip64 ? 20 : 0));
+    const header = into ?? Buffer.allocUnsafe(30 + name.length + (zip64 ? 20 : 0));
     header.writeUInt32LE(LOCAL_HEADER, 0);
     header.writeUInt16LE(zip64 ? NEEDS_ZIP64 : NEEDS, 4);
     header.writeUInt16LE(FLAGS, 6);
@@ -110,12 +116,12 @@ export class ZipEncoder {
     return header;
   }
 
-  /** The data descriptor of the entry begun last, once its bytes were written; `crc` is their CRC-32. */
-  end(crc: number): Buffer {
+  /** The data descriptor of the entry begun last (in `into` when given), once its bytes were written; `crc` is their CRC-32. */
+  end(crc: number, into?: Buffer): Buffer {
     const entry = this.open;
     if (!entry) throw new Error('no entry is open');
     this.open = undefined;
-    const descriptor = Buffer.allocUnsafe(entry.zip64 ? 24 : 16);
+    const descriptor = into ?? Buffer.allocUnsafe(entry.zip64 ? 24 : 16);
     descriptor.writeUInt32LE(DATA_DESCRIPTOR, 0);
     descriptor.writeUInt32LE(crc >>> 0, 4);
     if (entry.zip64) {

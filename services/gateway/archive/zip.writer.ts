@@ -67,8 +67,8 @@ export async function* walkFolder(links: ArchiveTree, userId: string, rootId: st
  * truncated archive, never a complete-looking wrong one.
  */
 export async function sendArchive(res: Response, store: ContentStore, entries: AsyncIterable<ArchiveEntry>, options: ZipOptions = {}): Promise<void> {
-  const ahead = new ContentAhead(store, entries);
   const zip = new ZipEncoder(options);
+  const ahead = new ContentAhead(store, entries, (entry) => zip.frame(entry.path, entry.sizeBytes));
   let failed = false;
   let drained: (() => void) | undefined;
   const fail = () => {
@@ -103,20 +103,34 @@ export async function sendArchive(res: Response, store: ContentStore, entries: A
       const fetch = await ahead.next();
       if (failed || !fetch) break;
       const { path, sizeBytes, updatedAt } = fetch.entry;
-      write(zip.begin(path, sizeBytes, updatedAt));
-      let crc = 0;
-      let written = 0;
-      for (;;) {
+      const nextPiece = async () => {
         const next = fetch.next();
-        const piece = next instanceof Promise ? await next : next;
-        if (failed || !piece) break;
-        crc = piece.crc32 !== undefined && written === 0 ? piece.crc32 : crc32(piece.bytes, crc);
-        written += piece.bytes.length;
-        write(piece.bytes, sent(piece));
-      }
+        return next instanceof Promise ? await next : next;
+      };
+      let piece = await nextPiece();
       if (failed) break;
-      if (written !== sizeBytes) throw new Error(`${path}: ${written} bytes read of ${sizeBytes}`);
-      write(zip.end(crc));
+      if (piece?.framed && piece.bytes.length === sizeBytes) {
+        // Read whole with room around it: header, bytes and descriptor leave as one write.
+        const { framed } = piece;
+        const head = framed.length - sizeBytes - zip.frame(path, sizeBytes).tail;
+        zip.begin(path, sizeBytes, updatedAt, framed.subarray(0, head));
+        zip.end(piece.crc32 ?? crc32(piece.bytes), framed.subarray(head + sizeBytes));
+        write(framed, sent(piece));
+        if ((await nextPiece()) !== undefined) throw new Error(`${path}: more bytes than its size`);
+      } else {
+        write(zip.begin(path, sizeBytes, updatedAt));
+        let crc = 0;
+        let written = 0;
+        while (piece && !failed) {
+          crc = piece.crc32 !== undefined && written === 0 ? piece.crc32 : crc32(piece.bytes, crc);
+          written += piece.bytes.length;
+          write(piece.bytes, sent(piece));
+          piece = await nextPiece();
+        }
+        if (failed) break;
+        if (written !== sizeBytes) throw new Error(`${path}: ${written} bytes read of ${sizeBytes}`);
+        write(zip.end(crc));
+      }
       ahead.written();
       // Headers and descriptors are not counted in the reads' bound: a slow client holds the writer here.
       while (!failed && res.writableLength > HELD_BYTES) await new Promise<void>((resolve) => (drained = resolve));
