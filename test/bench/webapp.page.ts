@@ -65,9 +65,12 @@ export async function timeApiPage(page: Page, folderId: string, limit: number): 
  */
 export async function startWatching(page: Page): Promise<void> {
   await page.evaluate(`(() => {
-    const w = (window.__benchWatch = { longestTask: 0, longestGap: 0, last: performance.now(), on: true });
+    const w = (window.__benchWatch = { longestTask: 0, longestGap: 0, last: performance.now(), from: performance.now(), tasks: [], on: true });
     w.observer = new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) w.longestTask = Math.max(w.longestTask, e.duration);
+      for (const e of list.getEntries()) {
+        w.longestTask = Math.max(w.longestTask, e.duration);
+        w.tasks.push([Math.round(e.startTime - w.from), Math.round(e.duration)]);
+      }
     });
     w.observer.observe({ type: 'longtask' });
     const frame = (t) => {
@@ -80,13 +83,14 @@ export async function startWatching(page: Page): Promise<void> {
   })()`);
 }
 
-export async function stopWatching(page: Page): Promise<{ longestTask: number; longestGap: number }> {
+/** The longest task and frame gap, and every task over 50 ms as [ms after the watch began, duration]. */
+export async function stopWatching(page: Page): Promise<{ longestTask: number; longestGap: number; tasks: Array<[number, number]> }> {
   return (await page.evaluate(`(() => {
     const w = window.__benchWatch;
     w.on = false;
     w.observer.disconnect();
-    return { longestTask: w.longestTask, longestGap: w.longestGap };
-  })()`)) as { longestTask: number; longestGap: number };
+    return { longestTask: w.longestTask, longestGap: w.longestGap, tasks: w.tasks };
+  })()`)) as { longestTask: number; longestGap: number; tasks: Array<[number, number]> };
 }
 
 /**
