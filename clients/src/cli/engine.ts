@@ -79,6 +79,7 @@ export async function runPass(ctx: SyncContext): Promise<number> {
     scan = await scanLocal(ctx.dir, ctx.ignored);
   }
   const pulled = await applyRemote(ctx, remote, j.base(), await match(ctx, j.base(), scan));
+  await ctx.transfers.settle();
   if (pulled > 0) scan = await scanLocal(ctx.dir, ctx.ignored);
   const base = j.base();
   actions += pulled + (await pushLocal(ctx, remote, base, await match(ctx, base, scan)));

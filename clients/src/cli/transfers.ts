@@ -64,6 +64,8 @@ export class Transfers {
   private readonly delta: DeltaTransfers;
   /** Many small files to a request, both ways. */
   readonly bulk: BulkTransfers;
+  /** What whole downloads still do once their bytes are placed; the pass waits for it at its end (`settle`). */
+  private readonly after: Promise<void>[] = [];
   /** What the last delta transfer of each file moved, until its action line is written. */
   private readonly notes = new Map<string, DeltaNote>();
 
@@ -76,6 +78,11 @@ export class Transfers {
   ) {
     this.delta = new DeltaTransfers(session, journal, signal);
     this.bulk = new BulkTransfers(dir, session, signal);
+  }
+
+  /** Waits for what the downloads of the pass left to do after their bytes were placed. */
+  async settle(): Promise<void> {
+    await Promise.all(this.after.splice(0));
   }
 
   /** The SHA-256 of a large local file, cut into chunks in the same read for a delta upload. */
@@ -131,7 +138,8 @@ export class Transfers {
       bar.done();
     }
     const sha256 = hash.digest('hex');
-    if (sha256 === expected) await this.delta.receivedWhole(id, sha256, size);
+    // The chunk list kept for the next delta is fetched beside the placing of these bytes, not before it.
+    if (sha256 === expected) this.after.push(this.delta.receivedWhole(id, sha256, size).catch(() => undefined));
     return { tmp, sha256, expected };
   }
 
