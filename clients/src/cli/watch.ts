@@ -43,16 +43,21 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
     scanEvery = FALLBACK_SCAN_MS;
   });
 
+  // Waiting for the end of the pass under way (or the next one), resolved by the loop below.
+  const passWaiters: Array<() => void> = [];
+  const passEnd = () => new Promise<void>((resolve) => passWaiters.push(resolve));
+
   // The feed's long poll only rings the bell; the pass itself reads the feed from the journal's cursor.
   const poll = async () => {
     while (!ctx.signal.aborted) {
       try {
         const page = await ctx.session.authed(() => ctx.session.client.changes({ cursor: ctx.journal.get('cursor'), wait: LONG_POLL_S, limit: 1, signal: ctx.signal }));
         if (page.items.length > 0) {
-          // Also for this device's own echoes: the pass moves the cursor past them. Until it has,
-          // the poll would answer at once, so it pauses.
+          // Also for this device's own echoes: the pass moves the cursor past them. Until one has,
+          // the poll would answer at once, so it asks again once a pass has ended (a few seconds at most).
+          const ended = passEnd();
           poke();
-          await sleep(1000, ctx.signal);
+          await Promise.race([ended, sleep(5000, ctx.signal)]);
         }
       } catch (err) {
         if (ctx.signal.aborted) return;
@@ -92,6 +97,8 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
           dirty = true;
           await sleep(Math.min(30_000, 1000 * 2 ** failures), ctx.signal).catch(() => undefined);
           continue;
+        } finally {
+          for (const resolve of passWaiters.splice(0)) resolve();
         }
       }
       await new Promise<void>((resolve) => {
