@@ -45,8 +45,9 @@ export interface BaseCopyTarget {
  * out as parts of `partSize`. The source carries every byte all the same, and all of them are hashed:
  * the SHA-256 of the staged content is that of the bytes that went by, the copied ranges read from
  * the base at the ETag the copies are pinned to (CopySourceIfMatch). Reading them costs a GET of
- * those ranges, which the chunk list of the new content needs anyway; reading the assembled object
- * back once complete was the other way, and cost more (docs/ARCHITECTURE.md, "Content on S3").
+ * those ranges, which the chunk list of the new content needs anyway, beside the copies; copying
+ * without them and reading the completed object back was measured no faster, and would find a bad
+ * chunk list only after completing (docs/ARCHITECTURE.md, "Content on S3").
  * Content that never needs a part (no long copy, less than one part of new bytes) is one PutObject.
  * Any failure aborts the multipart upload once its parts in flight have settled.
  */
