@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,sync-scale,search-1m,peer,webapp,webapp-upload,syncthing] [-- --cpu-prof]`
+ * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,chunk-lists,sync-scale,search-1m,peer,webapp,webapp-upload,syncthing] [-- --cpu-prof]`
  *
  * Starts the built gateway and worker as real processes on a database, upload directory and queue
  * prefix of their own, measures each scenario through the HTTP API next to its ceiling measured in
@@ -34,6 +34,7 @@ import { runQuota } from './quota.bench';
 import { runPeer } from './peer.bench';
 import { runLinks } from './links.bench';
 import { runDelta } from './delta.bench';
+import { runChunkLists } from './chunk-lists.bench';
 import { runSyncthing } from './syncthing.bench';
 import { runWebApp } from './webapp.bench';
 import { runWebAppUpload } from './webapp.upload.bench';
@@ -61,6 +62,7 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> 
   s3: runS3,
   client: runClient,
   delta: runDelta,
+  'chunk-lists': runChunkLists,
   // Only when named: Chromium against the web app (first view, a 10,000-file folder, drops).
   webapp: runWebApp,
   // Only when named: Chromium uploads a 1 GiB file (256 MiB with --quick).
@@ -87,7 +89,7 @@ function parseArgs(argv: string[]): Args {
     else if (arg.startsWith('--only=')) args.only = arg.slice('--only='.length).split(',').filter(Boolean);
     else if (arg.startsWith('--out=')) args.outDir = path.resolve(arg.slice('--out='.length));
     else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,sync-scale,search-1m,peer,webapp,webapp-upload,syncthing] [--cpu-prof] [--out=dir]');
+      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,chunk-lists,sync-scale,search-1m,peer,webapp,webapp-upload,syncthing] [--cpu-prof] [--out=dir]');
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}`);
   }
