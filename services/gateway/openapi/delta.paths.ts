@@ -48,7 +48,8 @@ export const deltaPaths = {
         'Content-defined chunks (FastCDC with a 32-bit gear hash, `fastcdc-gear32-v1`; docs/SYNC-CLIENT.md gives the exact',
         'algorithm) with the SHA-256 of each. A client that holds an earlier content cuts it the same way, keeps the chunks it',
         'has, and fetches only the others with Range requests on `GET /v1/files/{id}/content` (with `If-Match: "<sha256>"`,',
-        'so the ranges come from this content). The list is made from the stored bytes the first time it is asked for.',
+        'so the ranges come from this content). A whole upload from 4 MiB on has its list made by a worker right after the',
+        'commit, a delta upload keeps the list it checked; any other list is made from the stored bytes the first time it is asked for.',
       ].join('\n'),
       parameters: [idParameter],
       responses: {
