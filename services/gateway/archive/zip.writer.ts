@@ -5,8 +5,11 @@ import type { ContentStore } from '../../../shared/storage/content.store';
 import { ContentAhead, type Piece } from './content.ahead';
 import { ZipEncoder, type ZipOptions } from './zip.format';
 
-/** Files read from the database per query while an archive is written. */
-const PAGE = 200;
+/**
+ * Files read from the database per query while an archive is written: on a busy database a query
+ * takes as long as writing hundreds of small files, so few of them, each asked for a page ahead.
+ */
+const PAGE = 1000;
 /** Bytes queued on the response beyond which the writer waits for it to drain. */
 const HELD_BYTES = 10 * 1024 * 1024;
 
