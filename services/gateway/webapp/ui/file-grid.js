@@ -9,12 +9,26 @@ import { ActionsMenu } from './ui.js';
 /** @typedef {import('./file-table.js').Item} Item */
 const STEP = 200;
 
+/** A worker makes a new picture's thumbnail moments after its upload: until then, look again after 2, 4, 8, 16 and 32 s. */
+const RETRIES = 5;
+const NEW_FOR_MS = 2 * 60 * 1000;
+
 /** @param {{ item: Item }} props */
 function Thumbnail({ item }) {
   const [failed, setFailed] = useState(false);
+  const [attempt, setAttempt] = useState(0);
   const picture = item.type === 'file' && (item.mimeType ?? '').startsWith('image/');
+  useEffect(() => {
+    if (!failed || attempt >= RETRIES || !(Date.now() - Date.parse(item.updatedAt) < NEW_FOR_MS)) return undefined;
+    const timer = setTimeout(() => {
+      setAttempt(attempt + 1);
+      setFailed(false);
+    }, 2000 * 2 ** attempt);
+    return () => clearTimeout(timer);
+  }, [failed, attempt, item.updatedAt]);
   if (!picture || failed) return html`<span class=${item.type === 'folder' ? 'big-icon folder' : 'big-icon file'} aria-hidden="true"></span>`;
-  return html`<img class="thumb" src=${`/v1/files/${item.id}/thumbnail?size=256`} alt=${item.name} loading="lazy" onError=${() => setFailed(true)} />`;
+  // A new element per attempt: the service answers a missing thumbnail with no-store, so it asks again.
+  return html`<img key=${attempt} class="thumb" src=${`/v1/files/${item.id}/thumbnail?size=256`} alt=${item.name} loading="lazy" onError=${() => setFailed(true)} />`;
 }
 
 /**
