@@ -5,7 +5,7 @@
  * the right size and SHA-256. The file is made in a temporary folder and removed afterwards.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, promises as fs } from 'node:fs';
+import { createReadStream, readdirSync, readFileSync, promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -42,6 +42,38 @@ async function committed(client: HttpClient, token: string, name: string, size: 
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${name} was not committed within ${timeoutMs} ms`);
+}
+
+const TICK_MS = 10;
+
+/** CPU ms used so far by every Chromium process started from this one (Linux /proc; 0 elsewhere). */
+function chromiumCpuMs(): number {
+  const procs = new Map<number, { ppid: number; comm: string; ticks: number }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      procs.set(Number(entry), { ppid: Number(f[1]), comm, ticks: Number(f[11]) + Number(f[12]) });
+    } catch {
+      // Gone in between.
+    }
+  }
+  const ours = (pid: number): boolean => {
+    for (let p = procs.get(pid)?.ppid; p && p > 1; p = procs.get(p)?.ppid) if (p === process.pid) return true;
+    return false;
+  };
+  let ticks = 0;
+  for (const [pid, info] of procs) if (info.comm.startsWith('chromium') && ours(pid)) ticks += info.ticks;
+  return ticks * TICK_MS;
+}
+
+/** CPU ms one process has used so far. */
+function processCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * TICK_MS;
 }
 
 /** tus-js-client in Node, reading the file from disk, as a script or a sync tool would. */
@@ -83,6 +115,8 @@ export async function runWebAppUpload(ctx: BenchContext): Promise<ScenarioReport
   let browser: Browser | undefined;
   const inBrowser: number[] = [];
   const inNode: number[] = [];
+  /** CPU ms per upload: the client's (Chromium's processes, or this process for Node) and the gateway's. */
+  const cpu = { browser: [] as Array<{ client: number; gateway: number }>, node: [] as Array<{ client: number; gateway: number }> };
   try {
     const file = path.join(dir, 'source.bin');
     await writeRandomFile(file, bytes);
@@ -102,6 +136,7 @@ export async function runWebAppUpload(ctx: BenchContext): Promise<ScenarioReport
         const named = path.join(dir, name);
         await fs.link(file, named);
         if (who === 'browser') await freshPage(page);
+        const cpuBefore = { client: who === 'browser' ? chromiumCpuMs() : process.cpuUsage(), gateway: processCpuMs(gateway.child.pid!) };
         const t = now();
         if (who === 'browser') await page.getByLabel('Upload files').setInputFiles(named);
         else await nodeUpload(baseUrl, token, named, name);
@@ -110,6 +145,8 @@ export async function runWebAppUpload(ctx: BenchContext): Promise<ScenarioReport
           throw new Error(`${err.message}${panel ? `; the upload panel says: ${panel}` : ''}`);
         });
         const ms = msSince(t);
+        const clientMs = typeof cpuBefore.client === 'number' ? chromiumCpuMs() - cpuBefore.client : (({ user, system }) => (user + system) / 1000)(process.cpuUsage(cpuBefore.client));
+        (who === 'browser' ? cpu.browser : cpu.node).push({ client: clientMs, gateway: processCpuMs(gateway.child.pid!) - cpuBefore.gateway });
         await fs.rm(named, { force: true });
         (who === 'browser' ? inBrowser : inNode).push(ms);
         log(`webapp-upload: ${name}: ${fmt(ms / 1000)} s, ${fmt(bytes / MB / (ms / 1000))} MB/s`);
@@ -122,6 +159,8 @@ export async function runWebAppUpload(ctx: BenchContext): Promise<ScenarioReport
     await gateway.stop();
     await fs.rm(dir, { recursive: true, force: true });
   }
+  const median = (xs: number[]) => summarize(xs).p50 / 1000;
+  const cpuText = (xs: Array<{ client: number; gateway: number }>) => `${fmt(median(xs.map((x) => x.client)))} / ${fmt(median(xs.map((x) => x.gateway)))}`;
   const rate = (ms: number[]) => (bytes * ms.length) / MB / (ms.reduce((a, b) => a + b, 0) / 1000);
   const web = rate(inBrowser);
   const ceiling = rate(inNode);
@@ -134,9 +173,10 @@ export async function runWebAppUpload(ctx: BenchContext): Promise<ScenarioReport
     rows: [row('web app in Chromium', web, inBrowser), row(ceilingName, ceiling, inNode)],
     notes: [
       `Both send the same file on disk to the same gateway through POST /v1/uploads and ${APP_CHUNK / MiB} MiB PATCHes, alternating; done when GET /v1/files/search lists the file with its size and SHA-256.`,
+      `CPU per upload, client / gateway: Chromium ${cpuText(cpu.browser)}, Node ${cpuText(cpu.node)} (seconds, median).`,
       'The browser upload goes through the Upload files input (setInputFiles with the path), the page loaded afresh and signed in; the Node one streams the file with tus-js-client.',
     ],
     figures: [figure('webapp-upload', `upload ${label} through the web app`, 'throughput', 'MB/s', 'rate', web, [{ name: ceilingName, value: ceiling }])],
-    details: { browserMs: inBrowser, nodeMs: inNode, loadAverage: os.loadavg() },
+    details: { browserMs: inBrowser, nodeMs: inNode, cpuMs: cpu, loadAverage: os.loadavg() },
   };
 }
