@@ -40,7 +40,7 @@ export class RemoteFetcher {
   }
 
   /** Moves downloaded bytes into place once their SHA-256 is the announced one and nothing was written there meanwhile. */
-  private async place(node: RemoteNode, target: string, expect: Expect, got: { tmp: string; sha256: string; expected: string }): Promise<boolean> {
+  private async place(node: RemoteNode, target: string, expect: Expect, got: { tmp: string; sha256: string; expected: string; modeSet?: boolean }): Promise<boolean> {
     const { ctx } = this;
     const label = this.labelOf(node);
     if (got.expected !== got.sha256) {
@@ -55,8 +55,8 @@ export class RemoteFetcher {
       await fs.rm(got.tmp, { force: true });
       return false;
     }
-    // Made 0600 in the state folder; in DIR it gets the mode of any file created here (the umask's).
-    await fs.chmod(got.tmp, 0o666 & ~process.umask());
+    // In DIR it gets the mode of any file created here (the umask's), given when it was made or now.
+    if (!got.modeSet) await fs.chmod(got.tmp, 0o666 & ~process.umask());
     await fs.rename(got.tmp, target);
     const st = await statOf(target);
     ctx.journal.putBase(toBase({ ...node, sha256: got.sha256, size: st?.size ?? node.size }, st));

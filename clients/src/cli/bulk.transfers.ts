@@ -36,7 +36,7 @@ export function batches<T>(items: T[], size: (item: T) => number): T[][] {
 }
 
 /** What one file of a bulk download became: a temporary file to check and place, or the error its single download would have had. */
-export type BulkDownloaded = { tmp: string; sha256: string; expected: string } | ApiError;
+export type BulkDownloaded = { tmp: string; sha256: string; expected: string; modeSet: true } | ApiError;
 
 /**
  * Bulk uploads and downloads of small files. Each answers undefined when the request as a whole
@@ -77,8 +77,9 @@ export class BulkTransfers {
             continue;
           }
           const tmp = join(this.dir, STATE_DIR, 'tmp', `${header.id}-${newId().slice(0, 8)}`);
-          await fs.writeFile(tmp, bytes, { mode: 0o600 });
-          got.set(header.id, { tmp, sha256: createHash('sha256').update(bytes).digest('hex'), expected: header.sha256 });
+          // Made with the mode of any file created in DIR (the umask's), in the state folder only its owner can enter.
+          await fs.writeFile(tmp, bytes, { mode: 0o666, flag: 'wx' });
+          got.set(header.id, { tmp, sha256: createHash('sha256').update(bytes).digest('hex'), expected: header.sha256, modeSet: true });
         }
       });
       return got;

@@ -29,7 +29,8 @@ async function writeAll(handle: FileHandle, pieces: Buffer[]): Promise<void> {
  * them never publishes a file a power cut could leave empty.
  */
 async function receive(res: Response, file: string, hash: Hash, progress: (done: number) => void): Promise<void> {
-  const handle = await fs.open(file, 'wx', 0o600);
+  // The mode of any file created in DIR (the umask's): the state folder is its owner's alone.
+  const handle = await fs.open(file, 'wx', 0o666);
   let writing: Promise<void> = Promise.resolve();
   try {
     let batch: Buffer[] = [];
@@ -110,7 +111,7 @@ export class Transfers {
     announced: string,
     /** The content this device holds for the file (its path and SHA-256), from which a delta download copies. */
     local?: { path: string; sha256: string },
-  ): Promise<{ tmp: string; sha256: string; expected: string }> {
+  ): Promise<{ tmp: string; sha256: string; expected: string; modeSet?: boolean }> {
     assertSafeId(id);
     const tmp = join(this.dir, STATE_DIR, 'tmp', `${id}-${newId().slice(0, 8)}`);
     if (local) {
@@ -140,7 +141,7 @@ export class Transfers {
     const sha256 = hash.digest('hex');
     // The chunk list kept for the next delta is fetched beside the placing of these bytes, not before it.
     if (sha256 === expected) this.after.push(this.delta.receivedWhole(id, sha256, size).catch(() => undefined));
-    return { tmp, sha256, expected };
+    return { tmp, sha256, expected, modeSet: true };
   }
 
   /**
