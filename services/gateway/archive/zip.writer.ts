@@ -62,9 +62,10 @@ export async function* walkFolder(links: ArchiveTree, userId: string, rootId: st
  * Streams `entries` as one ZIP, entries stored as they are: content is mostly compressed already,
  * and deflating would cost the gateway's CPU, not the network. The records are written by hand
  * (zip.format.ts): the libraries measured (yazl, zip-stream, client-zip, @zip.js/zip.js) compute
- * CRC-32 in JavaScript and pass each entry through streams of their own, which cost more per 100 KiB
- * file than sending its bytes, and fflate, which takes the caller's CRC, writes no ZIP64. Here the
- * CRC is Node's native one, taken as the bytes pass, and each file's bytes are written straight to
+ * CRC-32 in JavaScript and pass each entry through streams of their own, 250 ms to 2.9 s per 1,000
+ * stored 100 KiB entries where Node's native CRC-32 takes 15 ms, and fflate, which takes the
+ * caller's CRC, writes no ZIP64. Here the CRC is the native one, taken where the bytes are read (a
+ * reading thread) or as they pass, and each file's bytes are written straight to
  * the response from the reads ahead (content.ahead.ts), which bound the archive's memory whatever
  * the folder's size. A failure after the headers left cuts the response, so the client sees a
  * truncated archive, never a complete-looking wrong one.
