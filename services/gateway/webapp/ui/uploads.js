@@ -231,6 +231,7 @@ export function UploadPanel() {
   // Unfinished and failed ones first, then the latest finished: what is going on, then what was sent.
   const open = all.filter((u) => u.state.value !== 'done' && u.state.value !== 'cancelled');
   const shown = [...open.slice(0, SHOWN), ...all.filter((u) => u.state.value === 'done').slice(-Math.max(0, SHOWN - open.length))];
+  // Each bar is given its progress signal itself, not its value: a bar moves without drawing the panel again.
   return html`<section class="uploads" aria-label="Uploads">
     <div class="uploads-head">
       <h2>Uploads</h2>
@@ -242,7 +243,7 @@ export function UploadPanel() {
       ${shown.map(
         (u) => html`<li key=${u.key}>
           <span class="upload-name">${u.name}</span>
-          <progress max="1" value=${u.progress.value} aria-label=${`${u.name} upload progress`}></progress>
+          <progress max="1" value=${u.progress} aria-label=${`${u.name} upload progress`}></progress>
           ${u.state.value === 'failed'
             ? html`<span role="alert" class="alert inline">${u.name}: ${u.error.value}</span>`
             : u.state.value === 'done'
