@@ -127,6 +127,44 @@ describe.each(DRIVERS)('on the %s driver', (driver) => {
     expect(status.stdout).toMatch(/delta transfers: .* saved \(\d+ bytes\)/);
   }, 600_000);
 
+  test('a local copy that no longer holds its base, under the same size and mtime, gets the new content whole, never a wrong assembly', async () => {
+    const username = `deltarot${randomBytes(4).toString('hex')}`;
+    const password = 'delta-password-1';
+    await stack.admin.post('/v1/users', { username, password });
+    const envOf = (proxy: CountingProxy, device: string) => ({ FILESYNC_SERVER: proxy.url, FILESYNC_USERNAME: username, FILESYNC_PASSWORD: password, FILESYNC_DEVICE_NAME: device });
+    const a = await tempDir('cli-deltarot-a');
+    const b = await tempDir('cli-deltarot-b');
+    const once = async (dir: string, proxy: CountingProxy, device: string) => {
+      const run = await runCli(['sync', dir, '--once'], envOf(proxy, device), { timeoutMs: 180_000 });
+      expect(run.code).toBe(0);
+      return run.stdout;
+    };
+    const original = randomBytes(8 * 1024 * 1024);
+    await fs.writeFile(path.join(a, 'vm.img'), original);
+    await once(a, laptop, 'laptop');
+    await once(b, desktop, 'desktop');
+    // A whole-second mtime a minute old, recorded by a pass that finds the bytes unchanged: size and mtime vouch for them from then on.
+    const fileB = path.join(b, 'vm.img');
+    const past = Math.floor(Date.now() / 1000) - 60;
+    await fs.utimes(fileB, past, past);
+    await once(b, desktop, 'desktop');
+    // Bytes changed behind the client's back, size and mtime as recorded.
+    const fd = await fs.open(fileB, 'r+');
+    await fd.write(randomBytes(4096), 0, 4096, 3_000_000);
+    await fd.close();
+    await fs.utimes(fileB, past, past);
+
+    const edited = Buffer.concat([original, randomBytes(1024 * 1024)]);
+    await fs.writeFile(path.join(a, 'vm.img'), edited);
+    await once(a, laptop, 'laptop');
+    desktop.reset();
+    const down = await once(b, desktop, 'desktop');
+
+    expect(down).toMatch(/downloaded vm\.img(?! \(delta)/);
+    expect(desktop.received).toBeGreaterThan(edited.length);
+    expect(sha256(await fs.readFile(fileB))).toBe(sha256(edited));
+  }, 600_000);
+
   test('an edit whose base was replaced on the server meanwhile is kept as a conflicted copy, never merged', async () => {
     const username = `deltaconf${randomBytes(4).toString('hex')}`;
     const password = 'delta-password-1';
