@@ -140,6 +140,9 @@ export async function runSyncthing(ctx: BenchContext): Promise<ScenarioReport> {
   const gateway = await stack.launch('gateway', 'syncthing-gateway', { PORT: String(port), MAX_UPLOAD_BYTES: String(1024 * MiB) }, () => gatewayReady(baseUrl));
   const watchers: ChildProcess[] = [];
   const watchOutput: string[] = ['', ''];
+  // When each watching device printed its last action line of a case: where a slow case spent its time.
+  const actions: Array<{ device: number; line: string; at: bigint }> = [];
+  const phases: Array<Record<string, unknown>> = [];
   const samples: Record<string, Record<string, number[]>> = {};
   try {
     const [watchUser, onceUser] = (await provisionUsers(client, ctx.adminToken, ['st-watch', 'st-once'])) as [BenchUser, BenchUser];
@@ -151,7 +154,11 @@ export async function runSyncthing(ctx: BenchContext): Promise<ScenarioReport> {
     const [stA, stB] = pair.folders;
     for (const [i, dir] of [dirs[0], dirs[1]].entries()) {
       const w = spawn(process.execPath, [...cpuProf(profDir, `watch-${i ? 'b' : 'a'}`), CLI, 'sync', dir], { env: { ...process.env, ...envOf(watchUser, `watch-${i}`) }, stdio: ['ignore', 'pipe', 'pipe'] });
-      const keep = (d: Buffer) => (watchOutput[i] = (watchOutput[i] + d.toString()).slice(-4000));
+      const keep = (d: Buffer) => {
+        watchOutput[i] = (watchOutput[i] + d.toString()).slice(-4000);
+        const at = process.hrtime.bigint();
+        for (const line of d.toString().split('\n')) if (/^(uploaded|downloaded) /.test(line)) actions.push({ device: i, line, at });
+      };
       w.stdout!.on('data', keep);
       w.stderr!.on('data', keep);
       watchers.push(w);
@@ -180,7 +187,17 @@ export async function runSyncthing(ctx: BenchContext): Promise<ScenarioReport> {
         for (const tool of order) {
           await sleep(SETTLE_MS);
           await tool.settle();
+          const start = process.hrtime.bigint();
+          actions.length = 0;
           const ms = await c.run(tool, rep);
+          if (tool.a === dirs[0]) {
+            const last = (device: number, verb: string) => {
+              const hit = actions.filter((x) => x.device === device && x.line.startsWith(verb)).pop();
+              return hit ? Math.round(Number(hit.at - start) / 1e6) : undefined;
+            };
+            phases.push({ rep, case: c.name, ms: Math.round(ms), lastUploadOnA: last(0, 'uploaded'), lastDownloadOnB: last(1, 'downloaded'), linesA: actions.filter((x) => x.device === 0).length, linesB: actions.filter((x) => x.device === 1).length });
+            log(`syncthing: watching phases ${JSON.stringify(phases[phases.length - 1])}`);
+          }
           ((samples[c.name] ??= {})[tool.name] ??= []).push(ms);
           log(`syncthing: rep ${rep + 1}, ${c.name}, ${tool.name}: ${fmt(ms)} ms (load ${os.loadavg().map((l) => fmt(l)).join(' ')})`);
         }
@@ -216,6 +233,6 @@ export async function runSyncthing(ctx: BenchContext): Promise<ScenarioReport> {
       'Times run from the first byte written on A until a poll of B (every 50 ms) finds identical bytes; tools alternate in every case, their order swapped each repetition.',
     ],
     figures,
-    details: { samples },
+    details: { samples, watchingPhases: phases },
   };
 }
