@@ -7,6 +7,7 @@ import { ChunkListRepository } from '../../shared/chunks/chunk-list.repository';
 import { CHUNK_LIST_QUEUE, type ChunkListJobData, type ChunkListJobResult } from '../../shared/queue/chunk-list.contract';
 import { bullPrefix, closingWith, connectRedis } from '../../shared/redis/redis.connection';
 import { ContentNotFoundError, type ContentStore } from '../../shared/storage/content.store';
+import { lowPriorityCutter } from './chunk-list.cutter';
 
 export interface ChunkListWorkers {
   worker: Worker<ChunkListJobData, ChunkListJobResult>;
@@ -15,10 +16,12 @@ export interface ChunkListWorkers {
 
 /**
  * Consumes the chunk-list queue one job at a time per worker: a job reads one content once and cuts
- * it on one core, so lists take at most that core from the sync batches beside them.
+ * it on a thread at nice 19 (chunk-list.cutter.ts), so lists take at most one core, and only what
+ * uploads and sync batches leave of it.
  */
 export async function startChunkLists(config: Config, db: Db, logger: Logger, store: ContentStore): Promise<ChunkListWorkers> {
   const lists = new ChunkListRepository(db);
+  const cut = lowPriorityCutter();
   const connection = connectRedis(config, 'blocking');
   const worker = closingWith(
     new Worker<ChunkListJobData, ChunkListJobResult>(
@@ -26,7 +29,7 @@ export async function startChunkLists(config: Config, db: Db, logger: Logger, st
       async (job) => {
         const started = Date.now();
         try {
-          const { list, made } = await makeChunkList(store, lists, job.data, logger);
+          const { list, made } = await makeChunkList(store, lists, job.data, logger, cut);
           const result = { made: made ? 1 : 0, chunks: list.chunks.length, gone: 0 };
           logger.debug({ jobId: job.id, ...result, ms: Date.now() - started }, 'chunk list job done');
           return result;

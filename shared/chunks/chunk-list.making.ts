@@ -14,21 +14,27 @@ export async function makeChunkList(
   lists: ChunkListRepository,
   content: { storageKey: string; sha256: string },
   logger?: Logger,
+  /** Cuts the bytes elsewhere (the workers' low-priority thread); by default on this thread. */
+  cut: (pieces: AsyncIterable<Buffer>) => Promise<ContentChunk[]> = cutHere,
 ): Promise<{ list: StoredChunkList; made: boolean }> {
   const kept = await lists.find(content.storageKey);
   if (kept) return { list: kept, made: false };
   const handle = await store.open(content.storageKey);
-  const chunker = new ContentChunker();
-  const chunks: ContentChunk[] = [];
-  const stream = await handle.read();
-  for await (const piece of stream as AsyncIterable<Buffer>) chunks.push(...chunker.update(piece));
-  chunks.push(...chunker.finish());
+  const chunks = await cut((await handle.read()) as AsyncIterable<Buffer>);
   const list = { storageKey: content.storageKey, sha256: content.sha256, size: handle.size, chunks };
   if (await keepChunkList(lists, list, logger)) {
     // Removed while it was read: its removal may have come before the save, which would then stay.
     if (!(await store.stat(list.storageKey))) await lists.remove(list.storageKey);
   }
   return { list, made: true };
+}
+
+async function cutHere(pieces: AsyncIterable<Buffer>): Promise<ContentChunk[]> {
+  const chunker = new ContentChunker();
+  const chunks: ContentChunk[] = [];
+  for await (const piece of pieces) chunks.push(...chunker.update(piece));
+  chunks.push(...chunker.finish());
+  return chunks;
 }
 
 /** Keeps a list (made while the content's bytes went by, or from them); a failure costs only a later remake. */
