@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,chunk-lists,sync-scale,search-1m,peer,webapp,webapp-upload,syncthing] [-- --cpu-prof]`
+ * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,chunk-lists,sync-scale,search-1m,peer,webapp,webapp-upload,thumbnails,syncthing] [-- --cpu-prof]`
  *
  * Starts the built gateway and worker as real processes on a database, upload directory and queue
  * prefix of their own, measures each scenario through the HTTP API next to its ceiling measured in
@@ -67,12 +67,13 @@ const SCENARIOS: Record<string, (ctx: BenchContext) => Promise<ScenarioReport>> 
   webapp: runWebApp,
   // Only when named: Chromium uploads a 1 GiB file (256 MiB with --quick).
   'webapp-upload': runWebAppUpload,
+  // Only when named: 6,300 photographs uploaded, about 5 minutes.
   thumbnails: runThumbnails,
   // Last: it starts worker processes of its own (and stops them when done).
   'sync-scale': runSyncScale,
 };
 /** Run unless --only names others; search-1m seeds two million rows, peer and syncthing need external software, so they run only when named. */
-const DEFAULT_SCENARIOS = Object.keys(SCENARIOS).filter((name) => name !== 'search-1m' && name !== 'peer' && name !== 'webapp' && name !== 'webapp-upload' && name !== 'syncthing');
+const DEFAULT_SCENARIOS = Object.keys(SCENARIOS).filter((name) => name !== 'search-1m' && name !== 'peer' && name !== 'webapp' && name !== 'webapp-upload' && name !== 'thumbnails' && name !== 'syncthing');
 
 interface Args {
   profile: Profile;
@@ -89,7 +90,7 @@ function parseArgs(argv: string[]): Args {
     else if (arg.startsWith('--only=')) args.only = arg.slice('--only='.length).split(',').filter(Boolean);
     else if (arg.startsWith('--out=')) args.outDir = path.resolve(arg.slice('--out='.length));
     else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,chunk-lists,sync-scale,search-1m,peer,webapp,webapp-upload,syncthing] [--cpu-prof] [--out=dir]');
+      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,chunk-lists,sync-scale,search-1m,peer,webapp,webapp-upload,thumbnails,syncthing] [--cpu-prof] [--out=dir]');
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}`);
   }
