@@ -3,6 +3,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { MAINTENANCE_QUEUE } from '../../shared/queue/maintenance.contract';
 import { SYNC_QUEUE_NAME } from '../../shared/queue/ring.contract';
 import { THUMBNAIL_QUEUE } from '../../shared/queue/thumbnail.contract';
+import { CHUNK_LIST_QUEUE } from '../../shared/queue/chunk-list.contract';
 import { Api } from '../support/client';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 
@@ -115,7 +116,7 @@ test('an admin’s Bearer token opens the dashboard and its queue API lists the 
   expect(page.headers.get('content-type')).toMatch(/^text\/html/);
   const api = await admin.get('/admin/queues/api/queues');
   expect(api.status).toBe(200);
-  expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual([SYNC_QUEUE_NAME, MAINTENANCE_QUEUE, THUMBNAIL_QUEUE].sort());
+  expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual([SYNC_QUEUE_NAME, MAINTENANCE_QUEUE, THUMBNAIL_QUEUE, CHUNK_LIST_QUEUE].sort());
 });
 
 test('the page names no outside host and carries a same-origin Content-Security-Policy', async () => {
