@@ -141,6 +141,13 @@ test('rename through the actions menu; a taken name is an alert in words; delete
   await menu.getByRole('menuitem', { name: 'Rename' }).click();
   const dialog = page.getByRole('dialog');
   await dialog.getByRole('textbox', { name: 'Name' }).fill('Reports');
+  // A change made elsewhere renders the listing again behind the dialog: what was typed stays.
+  const probe = await api.upload({}, { name: 'while-renaming.txt', content: 'x' });
+  expect(probe.status).toBe(201);
+  await page.locator('a', { hasText: 'while-renaming.txt' }).waitFor({ state: 'attached' });
+  expect(await dialog.getByRole('textbox', { name: 'Name' }).inputValue()).toBe('Reports');
+  expect((await api.delete(`/v1/files/${probe.body.id}`)).status).toBe(200);
+  expect((await api.delete(`/v1/trash/${probe.body.id}`)).status).toBe(204);
   await dialog.getByRole('button', { name: 'Rename' }).click();
   // A rename is a sync op a worker applies: on a busy machine its refusal may take a while.
   await dialog.getByRole('alert').waitFor({ timeout: 30_000 });

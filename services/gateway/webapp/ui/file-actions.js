@@ -54,7 +54,7 @@ export function NameDialog({ title, button, initial = '', onSubmit, onClose }) {
   return html`<${Dialog} title=${title} onClose=${onClose}>
     <form onSubmit=${submit}>
       <label for="name-field">Name</label>
-      <input id="name-field" name="name" value=${initial} required maxlength="255" autocomplete="off" />
+      <input id="name-field" name="name" defaultValue=${initial} required maxlength="255" autocomplete="off" />
       <${Alert} message=${error} />
       <div class="buttons"><button type="submit" class="primary" disabled=${busy}>${button}</button></div>
     </form>

@@ -114,7 +114,7 @@ export function UsersView() {
     html`<${Dialog} title=${`Quota for ${quotaFor.username}`} onClose=${() => setQuotaFor(null)}>
       <form onSubmit=${setQuota}>
         <label for="quota-field">Quota</label>
-        <input id="quota-field" name="quota" value=${quotaFor.quotaBytes ? formatBytes(quotaFor.quotaBytes) : ''} placeholder="e.g. 10 GB; empty for no limit" />
+        <input id="quota-field" name="quota" defaultValue=${quotaFor.quotaBytes ? formatBytes(quotaFor.quotaBytes) : ''} placeholder="e.g. 10 GB; empty for no limit" />
         <div class="buttons"><button type="submit" class="primary">Save quota</button></div>
       </form>
     <//>`}
