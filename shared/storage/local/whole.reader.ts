@@ -20,8 +20,9 @@ interface Job {
 /**
  * The worker's body, run from its source text (so it runs the same compiled or not). Reads each
  * file with blocking calls, which cost a few microseconds each for a cached file, and answers once
- * per batch, with each file's CRC-32 taken while its bytes are in the cache: a trip through libuv's pool per open and per read costs two thread hand-overs each,
- * which on a busy machine take far longer than the calls.
+ * per batch, with each file's CRC-32 taken while its bytes are in the cache: a trip through libuv's
+ * pool per open and per read costs two thread hand-overs each, which on a busy machine take far
+ * longer than the calls.
  */
 function readerMain(): void {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
