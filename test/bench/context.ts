@@ -61,4 +61,6 @@ export interface BenchContext {
   adminToken: string;
   profile: Profile;
   log: (line: string) => void;
+  /** `--syncthing-cases=small,big,edit`: the Syncthing cases to run (all when absent; edit needs big). */
+  syncthingCases?: string[];
 }

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,chunk-lists,sync-scale,search-1m,peer,webapp,webapp-upload,thumbnails,syncthing] [-- --cpu-prof]`
+ * `npm run bench [-- --quick] [-- --only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,chunk-lists,sync-scale,search-1m,peer,webapp,webapp-upload,thumbnails,syncthing] [-- --cpu-prof] [-- --syncthing-cases=small,big,edit]`
  *
  * Starts the built gateway and worker as real processes on a database, upload directory and queue
  * prefix of their own, measures each scenario through the HTTP API next to its ceiling measured in
@@ -80,6 +80,7 @@ interface Args {
   only: string[];
   cpuProf: boolean;
   outDir: string;
+  syncthingCases?: string[];
 }
 
 function parseArgs(argv: string[]): Args {
@@ -89,8 +90,9 @@ function parseArgs(argv: string[]): Args {
     else if (arg === '--cpu-prof') args.cpuProf = true;
     else if (arg.startsWith('--only=')) args.only = arg.slice('--only='.length).split(',').filter(Boolean);
     else if (arg.startsWith('--out=')) args.outDir = path.resolve(arg.slice('--out='.length));
+    else if (arg.startsWith('--syncthing-cases=')) args.syncthingCases = arg.slice('--syncthing-cases='.length).split(',').filter(Boolean);
     else if (arg === '--help' || arg === '-h') {
-      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,chunk-lists,sync-scale,search-1m,peer,webapp,webapp-upload,thumbnails,syncthing] [--cpu-prof] [--out=dir]');
+      console.log('usage: npm run bench -- [--quick] [--only=sync,reads,snapshot,transfer,tus,login,changes,noisy-neighbour,dav,quota,links,redis-cluster,s3,client,delta,chunk-lists,sync-scale,search-1m,peer,webapp,webapp-upload,thumbnails,syncthing] [--cpu-prof] [--out=dir] [--syncthing-cases=small,big,edit]');
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}`);
   }
@@ -162,7 +164,7 @@ async function main(): Promise<number> {
     machineInfo = await machine(stack);
     client = new HttpClient(stack.baseUrl);
     const admin = await login(client, ADMIN.username, ADMIN.password);
-    const ctx: BenchContext = { stack, client, adminToken: admin.token, profile: args.profile, log };
+    const ctx: BenchContext = { stack, client, adminToken: admin.token, profile: args.profile, log, syncthingCases: args.syncthingCases };
     for (const name of args.only) {
       const t = Date.now();
       try {

@@ -102,10 +102,10 @@ async function editCase(tool: Tool, rep: number): Promise<number> {
   return ms;
 }
 
-const CASES = [
-  { name: `${SMALL_FILES} files of 4 KiB`, run: smallCase, goal: "<= Syncthing's" },
-  { name: 'one 256 MiB file', run: bigCase, goal: "<= 1.2x Syncthing's" },
-  { name: '1 MiB written inside it', run: editCase, goal: "<= Syncthing's (delta path)" },
+const ALL_CASES = [
+  { key: 'small', name: `${SMALL_FILES} files of 4 KiB`, run: smallCase, goal: "<= Syncthing's" },
+  { key: 'big', name: 'one 256 MiB file', run: bigCase, goal: "<= 1.2x Syncthing's" },
+  { key: 'edit', name: '1 MiB written inside it', run: editCase, goal: "<= Syncthing's (delta path)" },
 ];
 
 function runCli(args: string[], env: Record<string, string>, profDir?: string): Promise<{ code: number | null; out: string }> {
@@ -130,6 +130,10 @@ const spread = (xs: number[]) => `${fmt(median(xs) / 1000)} s (${fmt(Math.min(..
 
 export async function runSyncthing(ctx: BenchContext): Promise<ScenarioReport> {
   const { stack, client, profile, log } = ctx;
+  const wanted = ctx.syncthingCases ?? ALL_CASES.map((c) => c.key);
+  for (const k of wanted) if (!ALL_CASES.some((c) => c.key === k)) throw new Error(`unknown Syncthing case ${k}; known: small, big, edit`);
+  // The edit writes inside the large file's case's file: it brings that case along.
+  const CASES = ALL_CASES.filter((c) => wanted.includes(c.key) || (c.key === 'big' && wanted.includes('edit')));
   const reps = profile.name === 'quick' ? 2 : 3;
   const profDir = process.env.BENCH_CLI_CPU_PROF;
   const work = path.join(stack.dir, 'bench-syncthing');
