@@ -5,6 +5,8 @@ import type { ChangeAuthor, ChangeClock } from './change.clock';
 export interface TogetherWrite {
   readonly author: ChangeAuthor;
   readonly work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<unknown>;
+  /** The work changes nothing outside its transaction and may run again in another one (OwnerTransactions.runTogether). */
+  readonly rerunnable?: boolean;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
@@ -46,9 +48,9 @@ export class TogetherQueues {
     private readonly limits: TogetherLimits,
   ) {}
 
-  submit<T>(author: ChangeAuthor, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>): Promise<T> {
+  submit<T>(author: ChangeAuthor, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>, rerunnable = false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const write: TogetherWrite = { author, work, resolve: resolve as (value: unknown) => void, reject };
+      const write: TogetherWrite = { author, work, rerunnable, resolve: resolve as (value: unknown) => void, reject };
       // Writes that may not wait at all (USER_WRITE_WAIT_MS=0) are not held for a shared transaction
       // either: each goes to the owner's gate at once, as a write of its own.
       if (this.limits.maxWaitMs !== undefined && this.limits.maxWaitMs <= 0) {

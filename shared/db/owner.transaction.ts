@@ -127,8 +127,8 @@ export class OwnerTransactions {
    * transaction, and rejects alone; the others commit. For writes that are many, small and
    * independent (uploads), whose cost is mostly the lock and the commit.
    */
-  runTogether<T>(author: ChangeAuthor, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>): Promise<T> {
-    return this.together.submit(author, work);
+  runTogether<T>(author: ChangeAuthor, work: (trx: Knex.Transaction, clock: ChangeClock) => Promise<T>, options: { rerunnable?: boolean } = {}): Promise<T> {
+    return this.together.submit(author, work, options.rerunnable ?? false);
   }
 
   /**
@@ -150,30 +150,45 @@ export class OwnerTransactions {
     this.notifier.changed(userId);
   }
 
-  /** One transaction for `writes` of one owner, each settled: its value after the commit, or its error. */
+  /**
+   * One transaction for `writes` of one owner, each settled: its value after the commit, or its error.
+   * A group of rerunnable writes first goes without savepoints (a round trip less per write); if one
+   * of them fails, that transaction is rolled back and the group runs again, each behind its savepoint.
+   */
   private async commitTogether(userId: string, writes: TogetherWrite[]): Promise<void> {
-    const alone = writes.length === 1;
+    const optimistic = writes.length > 1 && writes.every((w) => w.rerunnable);
+    if (!optimistic || (await this.commitGroup(userId, writes, false)) === 'again') await this.commitGroup(userId, writes, writes.length > 1);
+  }
+
+  private async commitGroup(userId: string, writes: TogetherWrite[], guarded: boolean): Promise<'settled' | 'again'> {
     const outcomes: ({ value: unknown } | { error: unknown })[] = [];
+    // A write of an unguarded group failed: nothing is settled, the group goes again with savepoints.
+    let again = false;
     const { changed } = await this.transact(userId, undefined, async (trx, owner) => {
       for (const write of writes) {
         // A lone write needs no savepoint: its failure rolls the whole transaction back, as in run.
-        const undo = alone ? undefined : await savepoint(trx, owner);
+        const undo = guarded ? await savepoint(trx, owner) : undefined;
         const clock = new ChangeClock(userId, owner.position, write.author.deviceId);
         try {
           outcomes.push({ value: await write.work(trx, clock) });
           owner.position = clock.position;
         } catch (error) {
-          if (!undo) throw error;
+          if (!undo) {
+            again = writes.length > 1;
+            throw error;
+          }
           await undo(error);
           outcomes.push({ error });
         }
       }
     }).catch((err: unknown) => {
-      for (const write of writes) write.reject(err);
+      if (!again) for (const write of writes) write.reject(err);
       return { changed: false };
     });
+    if (again) return 'again';
     if (changed) this.notifyChanged(userId);
     outcomes.forEach((outcome, i) => ('error' in outcome ? writes[i]!.reject(outcome.error) : writes[i]!.resolve(outcome.value)));
+    return 'settled';
   }
 
   /**

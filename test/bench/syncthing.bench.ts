@@ -195,11 +195,12 @@ export async function runSyncthing(ctx: BenchContext): Promise<ScenarioReport> {
           actions.length = 0;
           const ms = await c.run(tool, rep);
           if (tool.a === dirs[0]) {
-            const last = (device: number, verb: string) => {
-              const hit = actions.filter((x) => x.device === device && x.line.startsWith(verb)).pop();
+            const at = (device: number, verb: string, pick: 'first' | 'last') => {
+              const hits = actions.filter((x) => x.device === device && x.line.startsWith(verb));
+              const hit = pick === 'first' ? hits[0] : hits.pop();
               return hit ? Math.round(Number(hit.at - start) / 1e6) : undefined;
             };
-            phases.push({ rep, case: c.name, ms: Math.round(ms), lastUploadOnA: last(0, 'uploaded'), lastDownloadOnB: last(1, 'downloaded'), linesA: actions.filter((x) => x.device === 0).length, linesB: actions.filter((x) => x.device === 1).length });
+            phases.push({ rep, case: c.name, ms: Math.round(ms), firstUploadOnA: at(0, 'uploaded', 'first'), lastUploadOnA: at(0, 'uploaded', 'last'), firstDownloadOnB: at(1, 'downloaded', 'first'), lastDownloadOnB: at(1, 'downloaded', 'last'), linesA: actions.filter((x) => x.device === 0).length, linesB: actions.filter((x) => x.device === 1).length });
             log(`syncthing: watching phases ${JSON.stringify(phases[phases.length - 1])}`);
           }
           ((samples[c.name] ??= {})[tool.name] ??= []).push(ms);

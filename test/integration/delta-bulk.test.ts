@@ -105,6 +105,42 @@ describe.each(DRIVERS)('bulk transfers on the %s driver', (driver) => {
     expect(got[3]!.bytes.length).toBe(0);
   });
 
+  test('many files into one folder, one into a folder that is not there; a large one comes down whole among small ones', async () => {
+    const folderId = newId();
+    const made = await api.post('/v1/sync/ops', { ops: [{ opId: 1, type: 'create', resourceId: folderId, payload: { resourceType: 'folder', name: `in-${newId()}` } }] });
+    expect(made.status).toBe(200);
+    const small = Array.from({ length: 20 }, () => randomBytes(4096));
+    const large = randomBytes(300 * 1024 + 7);
+    const ids = [...small, large].map(() => newId());
+    const res = await bulkUpload(
+      frames([
+        ...[...small, large].map((bytes, i) => ({ header: { id: ids[i], name: `f${i}.bin`, folderId, size: bytes.length }, bytes })),
+        { header: { name: 'lost.bin', folderId: newId(), size: 1 }, bytes: Buffer.from('y') },
+      ]),
+    );
+
+    expect(res.status).toBe(200);
+    const results = res.body.results as { status: number; file?: { id: string; folderId: string | null }; error?: { code: string } }[];
+    expect(results.map((r) => r.status)).toEqual([...ids.map(() => 201), 404]);
+    expect(results.slice(0, ids.length).map((r) => r.file?.folderId)).toEqual(ids.map(() => folderId));
+    expect((await api.get(`/v1/files?folderId=${folderId}&limit=100`)).body.items).toHaveLength(ids.length);
+
+    const down = await fetch(`${api.baseUrl}/v1/files/bulk/content`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ids: [ids[0], ids[ids.length - 1], folderId, ...ids.slice(1, -1), ids[0]] }),
+    });
+    const got = readFrames(Buffer.from(await down.arrayBuffer()));
+    expect(got).toHaveLength(ids.length + 2);
+    expect(got[1]!.bytes.equals(large)).toBe(true);
+    expect(got[1]!.header).toMatchObject({ size: large.length, sha256: sha256(large) });
+    expect(got[2]!.header).toMatchObject({ id: folderId, size: 0, error: { code: 'NOT_FOUND' } });
+    const sent = new Map([...small, large].map((bytes, i) => [ids[i]!, bytes]));
+    expect(got.map((f) => String(f.header.id))).toEqual([ids[0], ids[ids.length - 1], folderId, ...ids.slice(1, -1), ids[0]]);
+    expect(got.filter((f) => !f.header.error).every((f) => f.bytes.equals(sent.get(String(f.header.id))!))).toBe(true);
+    expect(await stored.staging()).toEqual([]);
+  });
+
   test('a body cut inside a file: 400 naming the results of the files before it, nothing staged', async () => {
     const first = randomBytes(100);
     const cut = frames([{ header: { name: `c-${newId()}.bin`, size: first.length }, bytes: first }, { header: { name: 'cut.bin', size: 1000 }, bytes: randomBytes(10) }], false);

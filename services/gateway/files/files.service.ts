@@ -74,6 +74,13 @@ function uploadTarget(input: UploadInput): { id: string; folderId: string | null
   return { id, folderId, name, extension: extensionOf(name) };
 }
 
+/**
+ * Folders found active in an owner transaction, so the uploads that share it into one folder read it
+ * once. They stay active until its commit: the transaction holds the owner's lock, and the writes that
+ * share one (ContentWriter's commits: uploads and replacements) never remove a folder.
+ */
+const activeFolders = new WeakMap<object, Set<string>>();
+
 export class FilesService {
   constructor(
     private readonly owners: OwnerTransactions,
@@ -114,6 +121,11 @@ export class FilesService {
     const file = isId(id) ? await this.resources.findActive(userId, id, 'file') : undefined;
     if (!file) throw notFound('no such file');
     return file;
+  }
+
+  /** The caller's active files among `ids` (malformed ids are simply not found), read in one statement. */
+  getMany(userId: string, ids: readonly string[]): Promise<Map<string, ResourceRecord>> {
+    return this.resources.findActiveFiles(userId, [...new Set(ids.filter((id) => isId(id)))]);
   }
 
   async delete(author: ChangeAuthor, id: string): Promise<void> {
@@ -175,7 +187,10 @@ export class FilesService {
       decide: async (trx, clock) => {
         const { id, folderId, extension } = target;
         const repo = this.resources.withTransaction(trx);
-        if (folderId !== null && !(await repo.findActive(userId, folderId, 'folder'))) throw notFound('no such folder');
+        if (folderId !== null && !activeFolders.get(trx)?.has(folderId)) {
+          if (!(await repo.findActive(userId, folderId, 'folder'))) throw notFound('no such folder');
+          activeFolders.set(trx, (activeFolders.get(trx) ?? new Set()).add(folderId));
+        }
         // A resumable upload's bytes were reserved at its creation: they are in the quota already.
         const reserved = input.uploadId ? await new ReservationRepository(trx).release(userId, input.uploadId) : 0;
         const quota = new QuotaGuard(trx, this.quota);

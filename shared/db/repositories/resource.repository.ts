@@ -47,6 +47,24 @@ export class ResourceRepository {
     return row ? toRecord(row) : undefined;
   }
 
+  /** The caller's active files among `ids`, by id, in one statement per CHUNK ids (found by primary key). */
+  async findActiveFiles(userId: string, ids: readonly string[]): Promise<Map<string, ResourceRecord>> {
+    const found = new Map<string, ResourceRecord>();
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const chunk = ids.slice(i, i + CHUNK);
+      const [rows] = (await this.db.raw(
+        `SELECT ${COLUMNS.map((c) => `\`${c}\``).join(', ')} FROM \`resources\` FORCE INDEX (PRIMARY)
+         WHERE \`id\` IN (${chunk.map(() => '?').join(',')}) AND \`user_id\` = ? AND \`alive\` = 1 AND \`type\` = 'file'`,
+        [...chunk, userId],
+      )) as unknown as [ResourceRow[]];
+      for (const row of rows) {
+        const record = toRecord(row);
+        found.set(record.id, record);
+      }
+    }
+    return found;
+  }
+
   /** Inserts a resource; a sibling-name clash is NAME_CONFLICT, a taken id INVALID_REQUEST. */
   insert(r: NewResource): Promise<void> {
     return this.insertMany([r]);
