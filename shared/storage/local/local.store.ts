@@ -204,8 +204,8 @@ export class LocalContentStore implements ContentStore {
     }
   }
 
-  async readWhole(items: { key: string; into: Buffer; crc32: boolean }[]): Promise<({ size: number; read: number; crc32?: number } | Error)[]> {
-    const results = await this.whole.read(items.map(({ key, into, crc32 }) => ({ file: this.pathOf(key), into, crc32 })));
+  async readWhole(items: { key: string; into: Buffer }[]): Promise<({ size: number; read: number; crc32: number } | Error)[]> {
+    const results = await this.whole.read(items.map(({ key, into }) => ({ file: this.pathOf(key), into })));
     return results.map((r, i) => ('size' in r ? r : r.code === 'ENOENT' ? new ContentNotFoundError(items[i]!.key) : new Error(r.message)));
   }
 
