@@ -90,6 +90,20 @@ describe('sync --once', () => {
     expect(again.stdout).toBe('');
   });
 
+  test('a downloaded file written again at once, to bytes of the same size, is sent on the next run', async () => {
+    const a = await account();
+    const [one, two] = [await tempDir('cli-one'), await tempDir('cli-two')];
+    await fs.writeFile(path.join(one, 'notes.txt'), 'first');
+    expect((await once(one, a.env('laptop'))).code).toBe(0);
+    expect((await once(two, a.env('desktop'))).code).toBe(0);
+    // Within a second of the download: the size stays, only the write's own mtime tells it apart.
+    await fs.writeFile(path.join(two, 'notes.txt'), 'again');
+    const sent = await once(two, a.env('desktop'));
+    expect(sent.code).toBe(0);
+    expect(sent.stdout).toContain('uploaded notes.txt');
+    expect((await serverTree(a.api)).get('notes.txt')).toEqual((await readTree(two)).get('notes.txt'));
+  });
+
   test('a local rename of a folder is sent as a rename: the resource keeps its id', async () => {
     const a = await account();
     const dir = await tempDir('cli-rename');

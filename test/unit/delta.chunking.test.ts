@@ -73,3 +73,21 @@ describe('cutting a file against the chunk list of its earlier content', () => {
     // The 64 MiB case writes and reads that much: more than the default 5 s on a busy machine.
   }, 60_000);
 });
+
+describe('cutting a whole file', () => {
+  const { chunkFile } = require('../../clients/src/cli/delta.transfers') as typeof import('../../clients/src/cli/delta.transfers');
+  const os = require('node:os') as typeof import('node:os');
+  const fs = require('node:fs') as typeof import('node:fs');
+  const path = require('node:path') as typeof import('node:path');
+  test.each([
+    ['3 MiB', randomBytes(3 * 1024 * 1024)],
+    ['65 MiB (the whole digest taken on another thread)', randomBytes(65 * 1024 * 1024)],
+  ])('%s: the chunks and digest of its bytes', async (_name, content) => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'chunks-')), 'f');
+    fs.writeFileSync(file, content);
+    const got = await chunkFile(file);
+    expect(got.chunks).toEqual(chunksOf(content));
+    expect(got.sha256).toBe(createHash('sha256').update(content).digest('hex'));
+    expect(got.size).toBe(content.length);
+  }, 60_000);
+});

@@ -3,7 +3,7 @@ import type { RemoteNode } from './journal';
 import type { LiveTree } from './live.tree';
 import { pathIn } from './match';
 import { skipFailed, statOf, toBase, type SyncContext } from './context';
-import { joinPath } from './scan';
+import { joinPath, MTIME_TICK_MS } from './scan';
 import { batches, BULK_FILE_MAX } from './bulk.transfers';
 import { ApiError } from '../sdk/errors';
 
@@ -57,6 +57,11 @@ export class RemoteFetcher {
     }
     // In DIR it gets the mode of any file created here (the umask's), given when it was made or now.
     if (!got.modeSet) await fs.chmod(got.tmp, 0o666 & ~process.umask());
+    // Dated just out of the racy window (scan.ts): the client wrote and hashed these bytes itself, so
+    // their size and mtime vouch for them at once and the next scan does not hash them again; any
+    // later write dates the file anew.
+    const past = new Date(Date.now() - 2 * MTIME_TICK_MS);
+    await fs.utimes(got.tmp, new Date(), past);
     await fs.rename(got.tmp, target);
     const st = await statOf(target);
     ctx.journal.putBase(toBase({ ...node, sha256: got.sha256, size: st?.size ?? node.size }, st));

@@ -15,7 +15,7 @@ export async function sha256OfFile(path: string, signal?: AbortSignal): Promise<
 }
 
 /** From this size on, the whole file's SHA-256 is taken on a thread of its own, beside the chunks' on the main one. */
-const THREAD_FROM = 64 * 1024 * 1024;
+export const THREAD_FROM = 64 * 1024 * 1024;
 
 const HASHER = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -29,7 +29,7 @@ createReadStream(workerData, { highWaterMark: 1024 * 1024 })
 `;
 
 /** The SHA-256 of a whole file read again by a thread: the two hashes take two cores rather than one twice as long. */
-function sha256InThread(path: string): Promise<string> {
+export function sha256InThread(path: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const worker = new Worker(HASHER, { eval: true, workerData: path });
     worker.once('message', (m: { sha256?: string; error?: string }) => (m.sha256 ? resolve(m.sha256) : reject(new Error(m.error))));

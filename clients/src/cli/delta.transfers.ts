@@ -6,7 +6,7 @@ import { CHUNKING, DELTA_MIN_BYTES, ContentChunker, type ChunkList, type Content
 import { deltaBody, fetchChunkList, fetchRange, planDelta, uploadDelta } from '../sdk/delta';
 import { AbortedError, ApiError } from '../sdk/errors';
 import type { Journal } from './journal';
-import { chunkFileAgainst, sha256OfFile } from './chunk.reuse';
+import { chunkFileAgainst, sha256InThread, sha256OfFile, THREAD_FROM } from './chunk.reuse';
 import type { Session } from './session';
 
 /** Files from this size on travel as changes when they can (docs/SYNC-CLIENT.md). */
@@ -18,6 +18,9 @@ const WORTHWHILE = 0.5;
 /** Missing ranges nearer than this are fetched as one, so a scattered change costs few requests. */
 const RANGE_GAP = 256 * 1024;
 
+/** Bytes read from the local base at a time when assembling a download. */
+const COPY_BUFFER = 4 * 1024 * 1024;
+
 /** What a delta moved instead of the whole file, for the action line and the `status` totals. */
 export interface DeltaNote {
   movedBytes: number;
@@ -26,19 +29,27 @@ export interface DeltaNote {
 
 export const describeDelta = (n: DeltaNote | undefined): string => (n ? ` (delta: ${n.movedBytes} of ${n.size} bytes moved, ${n.size - n.movedBytes} saved)` : '');
 
-/** The chunks of a file on disk, and the SHA-256 of the whole, in one read. */
+/**
+ * The chunks of a file on disk, and the SHA-256 of the whole: in one read, or for a large file with
+ * the whole's SHA-256 taken by a second read on another thread meanwhile (two cores rather than one
+ * twice as long). A file written during the reads fails the digest checks downstream.
+ */
 export async function chunkFile(path: string, signal?: AbortSignal): Promise<{ chunks: ContentChunk[]; sha256: string; size: number }> {
+  const size = (await fs.stat(path)).size;
+  const threaded = size >= THREAD_FROM ? sha256InThread(path) : undefined;
+  // Awaited below; a failure before then must not go unhandled.
+  threaded?.catch(() => undefined);
   const chunker = new ContentChunker();
   const whole = createHash('sha256');
   const chunks: ContentChunk[] = [];
-  let size = 0;
+  let read = 0;
   for await (const piece of createReadStream(path, { highWaterMark: 1024 * 1024, signal }) as AsyncIterable<Buffer>) {
-    whole.update(piece);
-    size += piece.length;
+    if (!threaded) whole.update(piece);
+    read += piece.length;
     chunks.push(...chunker.update(piece));
   }
   chunks.push(...chunker.finish());
-  return { chunks, sha256: whole.digest('hex'), size };
+  return { chunks, sha256: threaded ? await threaded : whole.digest('hex'), size: read };
 }
 
 async function* fileRange(path: string, offset: number, length: number): AsyncGenerator<Uint8Array> {
@@ -212,18 +223,29 @@ export class DeltaTransfers {
     const base = await fs.open(basePath, 'r');
     let written = 0;
     let fetched = 0;
+    // One write in flight while the next bytes are read and hashed: the copy takes the disk's time or
+    // the hash's, not both one after the other.
+    let writing: Promise<unknown> = Promise.resolve();
     const write = async (piece: Uint8Array) => {
       whole.update(piece);
-      await out.write(piece);
+      await writing;
+      const bytes = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
+      writing = (async () => {
+        for (let at = 0; at < bytes.length; ) at += (await out.write(bytes, at, bytes.length - at)).bytesWritten;
+      })();
       written += piece.length;
       progress(written);
     };
+    // Two buffers for copies from the local base: one is read into while the other is written.
+    const buffers = [Buffer.allocUnsafe(COPY_BUFFER), Buffer.allocUnsafe(COPY_BUFFER)];
+    let turn = 0;
     try {
       for (let i = 0; i < steps.length; i++) {
         const s = steps[i]!;
         if (s.kind === 'copy') {
-          const buf = Buffer.allocUnsafe(Math.min(s.length, 1024 * 1024));
           for (let done = 0; done < s.length; ) {
+            const buf = buffers[turn]!;
+            turn ^= 1;
             const { bytesRead } = await base.read(buf, 0, Math.min(buf.length, s.length - done), s.baseOffset + done);
             if (bytesRead === 0) throw new Error('the local base is shorter than its chunk list');
             await write(buf.subarray(0, bytesRead));
@@ -248,8 +270,10 @@ export class DeltaTransfers {
         fetched += got;
         if (got !== end - s.offset) throw new Error('a range arrived short');
       }
+      await writing;
       await out.sync();
     } finally {
+      await writing.catch(() => undefined);
       await out.close();
       await base.close();
     }
