@@ -41,6 +41,7 @@ export interface PendingUpload {
  */
 export class Journal {
   readonly db: Database.Database;
+  private readonly statements = new Map<string, Database.Statement>();
 
   constructor(dir: string) {
     const stateDir = join(dir, STATE_DIR);
@@ -63,7 +64,7 @@ export class Journal {
       CREATE TABLE IF NOT EXISTS chunk_lists (sha256 TEXT PRIMARY KEY, chunks BLOB NOT NULL);
     `);
     // A journal made without the `racy` column gets it; its rows count as read in good time.
-    const columns = this.db.prepare('PRAGMA table_info(base)').all() as { name: string }[];
+    const columns = this.stmt('PRAGMA table_info(base)').all() as { name: string }[];
     if (!columns.some((c) => c.name === 'racy')) this.db.exec('ALTER TABLE base ADD COLUMN racy INTEGER NOT NULL DEFAULT 0');
     for (const f of ['journal.db-wal', 'journal.db-shm']) {
       try {
@@ -78,13 +79,23 @@ export class Journal {
     this.db.close();
   }
 
+  /** Each statement prepared once: a pass makes the same few reads and writes thousands of times. */
+  private stmt(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
   get(key: string): string | undefined {
-    return (this.db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined)?.value;
+    return (this.stmt('SELECT value FROM meta WHERE key = ?').get(key) as { value: string } | undefined)?.value;
   }
 
   set(key: string, value: string | undefined): void {
-    if (value === undefined) this.db.prepare('DELETE FROM meta WHERE key = ?').run(key);
-    else this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
+    if (value === undefined) this.stmt('DELETE FROM meta WHERE key = ?').run(key);
+    else this.stmt('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
   }
 
   tx<T>(fn: () => T): T {
@@ -92,13 +103,12 @@ export class Journal {
   }
 
   remote(): Map<string, RemoteNode> {
-    const rows = this.db.prepare('SELECT id, parent_id AS parentId, name, type, rev, sha256, size FROM remote').all() as RemoteNode[];
+    const rows = this.stmt('SELECT id, parent_id AS parentId, name, type, rev, sha256, size FROM remote').all() as RemoteNode[];
     return new Map(rows.map((r) => [r.id, r]));
   }
 
   putRemote(n: RemoteNode): void {
-    this.db
-      .prepare(
+    this.stmt(
         `INSERT INTO remote (id, parent_id, name, type, rev, sha256, size) VALUES (@id, @parentId, @name, @type, @rev, @sha256, @size)
          ON CONFLICT(id) DO UPDATE SET parent_id = excluded.parent_id, name = excluded.name, type = excluded.type,
          rev = excluded.rev, sha256 = excluded.sha256, size = excluded.size`,
@@ -107,23 +117,21 @@ export class Journal {
   }
 
   remoteRev(id: string): number | undefined {
-    return (this.db.prepare('SELECT rev FROM remote WHERE id = ?').get(id) as { rev: number } | undefined)?.rev;
+    return (this.stmt('SELECT rev FROM remote WHERE id = ?').get(id) as { rev: number } | undefined)?.rev;
   }
 
   dropRemote(id: string): void {
-    this.db.prepare('DELETE FROM remote WHERE id = ?').run(id);
+    this.stmt('DELETE FROM remote WHERE id = ?').run(id);
   }
 
   base(): Map<string, BaseNode> {
-    const rows = this.db
-      .prepare('SELECT id, parent_id AS parentId, name, type, rev, sha256, size, mtime_ms AS mtimeMs, ino, racy FROM base')
+    const rows = this.stmt('SELECT id, parent_id AS parentId, name, type, rev, sha256, size, mtime_ms AS mtimeMs, ino, racy FROM base')
       .all() as (Omit<BaseNode, 'racy'> & { racy: number })[];
     return new Map(rows.map((r) => [r.id, { ...r, racy: r.racy !== 0 }]));
   }
 
   putBase(n: BaseNode): void {
-    this.db
-      .prepare(
+    this.stmt(
         `INSERT INTO base (id, parent_id, name, type, rev, sha256, size, mtime_ms, ino, racy)
          VALUES (@id, @parentId, @name, @type, @rev, @sha256, @size, @mtimeMs, @ino, @racy)
          ON CONFLICT(id) DO UPDATE SET parent_id = excluded.parent_id, name = excluded.name, type = excluded.type,
@@ -134,20 +142,20 @@ export class Journal {
   }
 
   dropBase(id: string): void {
-    this.db.prepare('DELETE FROM base WHERE id = ?').run(id);
+    this.stmt('DELETE FROM base WHERE id = ?').run(id);
   }
 
   outbox(): { opId: string; op: string }[] {
-    return this.db.prepare('SELECT op_id AS opId, op FROM outbox ORDER BY rowid').all() as { opId: string; op: string }[];
+    return this.stmt('SELECT op_id AS opId, op FROM outbox ORDER BY rowid').all() as { opId: string; op: string }[];
   }
 
   putOutbox(ops: { opId: string }[]): void {
-    const put = this.db.prepare('INSERT OR REPLACE INTO outbox (op_id, op) VALUES (?, ?)');
+    const put = this.stmt('INSERT OR REPLACE INTO outbox (op_id, op) VALUES (?, ?)');
     this.tx(() => ops.forEach((op) => put.run(op.opId, JSON.stringify(op))));
   }
 
   clearOutbox(opIds: string[]): void {
-    const del = this.db.prepare('DELETE FROM outbox WHERE op_id = ?');
+    const del = this.stmt('DELETE FROM outbox WHERE op_id = ?');
     this.tx(() => opIds.forEach((id) => del.run(id)));
   }
 
@@ -163,50 +171,49 @@ export class Journal {
 
   /** The upload started for these bytes: of that resource, or of a new file at that path. */
   upload(id: string, path: string, sha256: string): PendingUpload | undefined {
-    return this.db
-      .prepare('SELECT id, path, sha256, url FROM uploads WHERE (id = ? OR path = ?) AND sha256 = ? LIMIT 1')
+    return this.stmt('SELECT id, path, sha256, url FROM uploads WHERE (id = ? OR path = ?) AND sha256 = ? LIMIT 1')
       .get(id, path, sha256) as PendingUpload | undefined;
   }
 
   uploadOf(id: string): PendingUpload | undefined {
-    return this.db.prepare('SELECT id, path, sha256, url FROM uploads WHERE id = ?').get(id) as PendingUpload | undefined;
+    return this.stmt('SELECT id, path, sha256, url FROM uploads WHERE id = ?').get(id) as PendingUpload | undefined;
   }
 
   putUpload(u: PendingUpload): void {
-    this.db.prepare('INSERT OR REPLACE INTO uploads (id, path, sha256, url) VALUES (@id, @path, @sha256, @url)').run(u);
+    this.stmt('INSERT OR REPLACE INTO uploads (id, path, sha256, url) VALUES (@id, @path, @sha256, @url)').run(u);
   }
 
   dropUpload(id: string): void {
-    this.db.prepare('DELETE FROM uploads WHERE id = ?').run(id);
+    this.stmt('DELETE FROM uploads WHERE id = ?').run(id);
   }
 
   uploads(): PendingUpload[] {
-    return this.db.prepare('SELECT id, path, sha256, url FROM uploads').all() as PendingUpload[];
+    return this.stmt('SELECT id, path, sha256, url FROM uploads').all() as PendingUpload[];
   }
 
   uploadCount(): number {
-    return (this.db.prepare('SELECT COUNT(*) AS n FROM uploads').get() as { n: number }).n;
+    return (this.stmt('SELECT COUNT(*) AS n FROM uploads').get() as { n: number }).n;
   }
 
   addConflict(path: string): void {
-    this.db.prepare('INSERT INTO conflicts (path, created_at) VALUES (?, ?)').run(path, new Date().toISOString());
+    this.stmt('INSERT INTO conflicts (path, created_at) VALUES (?, ?)').run(path, new Date().toISOString());
   }
 
   conflicts(): { path: string; createdAt: string }[] {
-    return this.db.prepare('SELECT path, created_at AS createdAt FROM conflicts ORDER BY rowid').all() as { path: string; createdAt: string }[];
+    return this.stmt('SELECT path, created_at AS createdAt FROM conflicts ORDER BY rowid').all() as { path: string; createdAt: string }[];
   }
 
   /** The chunk list of a content this device holds or held (docs/SYNC-CLIENT.md), by its SHA-256. */
   chunkList(sha256: string): ContentChunk[] | undefined {
-    const row = this.db.prepare('SELECT chunks FROM chunk_lists WHERE sha256 = ?').get(sha256) as { chunks: Buffer } | undefined;
+    const row = this.stmt('SELECT chunks FROM chunk_lists WHERE sha256 = ?').get(sha256) as { chunks: Buffer } | undefined;
     return row ? unpackChunks(row.chunks) : undefined;
   }
 
   /** Keeps a content's chunk list; lists of contents no longer any file's base are dropped. */
   putChunkList(sha256: string, chunks: ContentChunk[]): void {
     this.tx(() => {
-      this.db.prepare('INSERT OR REPLACE INTO chunk_lists (sha256, chunks) VALUES (?, ?)').run(sha256, packChunks(chunks));
-      this.db.prepare('DELETE FROM chunk_lists WHERE sha256 <> ? AND sha256 NOT IN (SELECT sha256 FROM base)').run(sha256);
+      this.stmt('INSERT OR REPLACE INTO chunk_lists (sha256, chunks) VALUES (?, ?)').run(sha256, packChunks(chunks));
+      this.stmt('DELETE FROM chunk_lists WHERE sha256 <> ? AND sha256 NOT IN (SELECT sha256 FROM base)').run(sha256);
     });
   }
 

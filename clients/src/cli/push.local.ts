@@ -193,22 +193,23 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
         queue.push(...batch);
         continue;
       }
-      for (const [i, node] of batch.entries()) {
-        const label = path(node.id);
-        const result = results[i]!;
-        // The service was busy with this one file: it goes again on its own.
-        if (result instanceof ApiError && (result.status === 503 || result.status === 429)) {
-          queue.push(node);
-          continue;
+      // The batch's files are recorded in one journal transaction; each refused one is settled as a single upload's refusal.
+      const refused: { label: string; err: ApiError }[] = [];
+      j.tx(() => {
+        for (const [i, node] of batch.entries()) {
+          const label = path(node.id);
+          const result = results[i]!;
+          // The service was busy with this one file: it goes again on its own.
+          if (result instanceof ApiError && (result.status === 503 || result.status === 429)) queue.push(node);
+          else if (result instanceof ApiError) refused.push({ label, err: result });
+          else {
+            put(fileOf(result, result.sha256 ?? ''), node.entry);
+            say(`uploaded ${label}`);
+            actions++;
+          }
         }
-        await transfer(label, async () => {
-          if (result instanceof ApiError) throw result;
-          return result;
-        }, (file) => {
-          put(fileOf(file, file.sha256 ?? ''), node.entry);
-          say(`uploaded ${label}`);
-        });
-      }
+      });
+      for (const { label, err } of refused) await transfer(label, () => Promise.reject(err), () => undefined);
     }
   };
   await Promise.all([bulkWorker(), bulkWorker(), worker(), worker(), worker(), worker()]);
