@@ -5,6 +5,7 @@ import type { Logger } from '../../shared/logger';
 import { THUMBNAIL_QUEUE, type ThumbnailJobData, type ThumbnailJobResult } from '../../shared/queue/thumbnail.contract';
 import { bullPrefix, closingWith, connectRedis } from '../../shared/redis/redis.connection';
 import type { ContentStore } from '../../shared/storage/content.store';
+import { ImageProcess } from '../../shared/thumbnails/image.process';
 import { limitImageThreads } from '../../shared/thumbnails/thumbnail.maker';
 import { ThumbnailMaking } from '../../shared/thumbnails/thumbnail.making';
 import { ThumbnailRepository } from '../../shared/thumbnails/thumbnail.repository';
@@ -16,11 +17,13 @@ export interface ThumbnailWorkers {
 
 /**
  * Consumes the thumbnail queue: THUMBNAIL_CONCURRENCY jobs at once per worker, each decoding on one
- * libvips thread, so thumbnails take at most that many cores from the sync batches beside them.
+ * libvips thread, so thumbnails take at most that many cores from the sync batches beside them. The
+ * images are made in a process of their own at nice 19 (image.process.ts) where it is built.
  */
 export async function startThumbnails(config: Config, db: Db, logger: Logger, store: ContentStore): Promise<ThumbnailWorkers> {
   limitImageThreads();
-  const making = new ThumbnailMaking(store, new ThumbnailRepository(db));
+  const images = ImageProcess.create();
+  const making = new ThumbnailMaking(store, new ThumbnailRepository(db), images ? (source, sizes) => images.make(source, sizes) : undefined);
   const connection = connectRedis(config, 'blocking');
   const worker = closingWith(
     new Worker<ThumbnailJobData, ThumbnailJobResult>(
@@ -39,5 +42,11 @@ export async function startThumbnails(config: Config, db: Db, logger: Logger, st
   worker.on('failed', (job, err) => logger.info({ jobId: job?.id, err: err.message }, 'thumbnail job failed'));
   worker.on('error', (err) => logger.warn({ err: err.message }, 'thumbnail worker connection error'));
   await worker.waitUntilReady();
-  return { worker, close: () => worker.close() };
+  return {
+    worker,
+    close: async () => {
+      await worker.close();
+      await images?.close();
+    },
+  };
 }

@@ -3,10 +3,12 @@ import { bullPrefix, closingWith, connectRedis, type RedisTarget } from '../redi
 
 /**
  * The thumbnail queue: one job per image content (by SHA-256), made by the workers, never by the
- * gateway. The job reads the content under `storageKey` and stores every size of THUMBNAIL_SIZES
- * (shared/thumbnails). Its id is derived from the digest, so enqueueing the same content twice (two
- * uploads of one picture, the endpoint asking again) adds nothing while the first job is waiting,
- * running or failed; a completed job leaves the queue, so a later request can enqueue it again.
+ * gateway. The job reads the content under `storageKey` and stores the sizes of EAGER_THUMBNAIL_SIZES
+ * (shared/thumbnails), or with `part: 'large'` those of LARGE_THUMBNAIL_SIZES, asked for by the
+ * endpoint when first needed. Its id is derived from the digest and the part, so enqueueing the same
+ * content twice (two uploads of one picture, the endpoint asking again) adds nothing while the first
+ * job is waiting, running or failed; a completed job leaves the queue, so a later request can enqueue
+ * it again.
  */
 export const THUMBNAIL_QUEUE = 'thumbnails';
 export const MAKE_THUMBNAILS_JOB = 'make-thumbnails';
@@ -15,7 +17,11 @@ export interface ThumbnailJobData {
   sha256: string;
   /** A content key holding those bytes when the job was enqueued. */
   storageKey: string;
+  /** Absent: the sizes made with the upload; 'large': those made when first asked for. */
+  part?: ThumbnailPart;
 }
+
+export type ThumbnailPart = 'large';
 
 export interface ThumbnailJobResult {
   /** 1 when images were stored, 0 when they were there already or the content was gone or unreadable. */
@@ -26,7 +32,7 @@ export interface ThumbnailJobResult {
 }
 
 /** BullMQ refuses ':' in custom ids; a digest is hex. */
-export const thumbnailJobId = (sha256: string): string => `thumb-${sha256}`;
+export const thumbnailJobId = (sha256: string, part?: ThumbnailPart): string => (part ? `thumb-${part}-${sha256}` : `thumb-${sha256}`);
 
 /**
  * A failure to read the store is retried with backoff; an image the library cannot decode fails at

@@ -23,19 +23,20 @@ export class UnreadableImageError extends Error {
 }
 
 /**
- * One image's thumbnails, every size of THUMBNAIL_SIZES, as WebP. The source is decoded once, at
- * most 1024 pixels on its longer side (JPEG and WebP shrink while decoding, so a 12-megapixel photo
- * is never held whole), turned upright by its EXIF orientation; each size is resized from that.
- * Never enlarged: an image smaller than a size is stored at its own size. The first frame of an
- * animation is the picture.
+ * One image's thumbnails at `sizes` (by default every size of THUMBNAIL_SIZES), as WebP. The source
+ * is decoded once, at most the largest of `sizes` on its longer side (JPEG and WebP shrink while
+ * decoding, so a 12-megapixel photo is never held whole), turned upright by its EXIF orientation;
+ * each size is resized from that. Never enlarged: an image smaller than a size is stored at its own
+ * size. The first frame of an animation is the picture.
  */
-export async function makeThumbnails(source: Buffer): Promise<Map<number, Buffer>> {
+export async function makeThumbnails(source: Buffer, sizes: readonly number[] = THUMBNAIL_SIZES): Promise<Map<number, Buffer>> {
   lowerImageThreadPriority();
+  const largest = Math.min(MAX_THUMBNAIL_SIZE, Math.max(...sizes));
   let decoded: { data: Buffer; info: OutputInfo };
   try {
     decoded = await sharp(source, { failOn: 'error', limitInputPixels: MAX_INPUT_PIXELS })
       .rotate()
-      .resize(MAX_THUMBNAIL_SIZE, MAX_THUMBNAIL_SIZE, { fit: 'inside', withoutEnlargement: true })
+      .resize(largest, largest, { fit: 'inside', withoutEnlargement: true })
       .raw()
       .toBuffer({ resolveWithObject: true });
   } catch (err) {
@@ -44,8 +45,10 @@ export async function makeThumbnails(source: Buffer): Promise<Map<number, Buffer
   const { data, info } = decoded;
   const raw = { raw: { width: info.width, height: info.height, channels: info.channels } };
   const images = new Map<number, Buffer>();
-  for (const size of THUMBNAIL_SIZES) {
-    images.set(size, await sharp(data, raw).resize(size, size, { fit: 'inside', withoutEnlargement: true }).webp(WEBP).toBuffer());
+  for (const size of sizes) {
+    // The decode is that size already: encoded as it is, without a resize that would change nothing.
+    const image = size >= Math.max(info.width, info.height) ? sharp(data, raw) : sharp(data, raw).resize(size, size, { fit: 'inside' });
+    images.set(size, await image.webp(WEBP).toBuffer());
   }
   lowerImageThreadPriority();
   return images;

@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from '../logger';
-import { MAKE_THUMBNAILS_JOB, THUMBNAIL_JOB_OPTIONS, thumbnailJobId, type ThumbnailJobData, type ThumbnailJobResult } from '../queue/thumbnail.contract';
+import { MAKE_THUMBNAILS_JOB, THUMBNAIL_JOB_OPTIONS, thumbnailJobId, type ThumbnailJobData, type ThumbnailJobResult, type ThumbnailPart } from '../queue/thumbnail.contract';
 import { isThumbnailSource } from './thumbnail.sizes';
 
 /** A content just committed (shared/content/content.writer.ts), as the thumbnail queue needs it. */
@@ -27,11 +27,12 @@ export class ThumbnailRequests {
     if (isThumbnailSource(content.mimeType)) void this.request(content.sha256, content.storageKey);
   };
 
-  async request(sha256: string, storageKey: string): Promise<void> {
+  async request(sha256: string, storageKey: string, part?: ThumbnailPart): Promise<void> {
     try {
-      await this.queue.add(MAKE_THUMBNAILS_JOB, { sha256, storageKey }, { ...THUMBNAIL_JOB_OPTIONS, jobId: thumbnailJobId(sha256) });
+      const data: ThumbnailJobData = part ? { sha256, storageKey, part } : { sha256, storageKey };
+      await this.queue.add(MAKE_THUMBNAILS_JOB, data, { ...THUMBNAIL_JOB_OPTIONS, jobId: thumbnailJobId(sha256, part) });
     } catch (err) {
-      this.logger?.warn({ err, sha256 }, 'thumbnail job could not be enqueued');
+      this.logger?.warn({ err, sha256, part }, 'thumbnail job could not be enqueued');
     }
   }
 }

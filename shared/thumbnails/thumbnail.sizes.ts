@@ -1,10 +1,20 @@
 /**
  * The sizes stored for each image, in pixels on the longer side. A request for `size` is answered
  * with the largest stored size not above it, so the image never exceeds what was asked for, and the
- * whole range 64..1024 is served by five stored images made from one decode (docs/BENCHMARKS.md,
- * "Thumbnails").
+ * whole range 64..1024 is served by five stored images.
  */
 export const THUMBNAIL_SIZES = [64, 128, 256, 512, 1024] as const;
+
+/**
+ * Made as soon as an image is uploaded, from one decode shrunk while loading: the grid's 256 and
+ * below, about a quarter of the CPU of all five for a photograph (docs/BENCHMARKS.md, "Thumbnails").
+ */
+export const EAGER_THUMBNAIL_SIZES = [64, 128, 256] as const;
+/** Made when first asked for (few pictures are ever opened large); until then the 256 answers. */
+export const LARGE_THUMBNAIL_SIZES = [512, 1024] as const;
+export const LARGEST_EAGER_SIZE = 256;
+
+export const isLargeSize = (stored: number): boolean => stored > LARGEST_EAGER_SIZE;
 export const MIN_THUMBNAIL_SIZE = 64;
 export const MAX_THUMBNAIL_SIZE = 1024;
 export const DEFAULT_THUMBNAIL_SIZE = 256;

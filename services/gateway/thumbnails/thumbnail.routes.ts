@@ -29,7 +29,7 @@ export function thumbnailRoutes(thumbnails: ThumbnailService, authenticated: Ret
     // A 404 now may be a 200 in a moment, once a worker made the thumbnail.
     res.setHeader('Cache-Control', 'no-store');
     const found = await thumbnails.find(principalOf(req).userId, singleParam(req, 'id'), size);
-    res.setHeader('Cache-Control', CACHE_CONTROL);
+    res.setHeader('Cache-Control', found.standIn ? 'no-store' : CACHE_CONTROL);
     res.setHeader('ETag', found.etag);
     res.setHeader('X-Content-Type-Options', 'nosniff');
     if (req.headers['if-none-match']?.split(',').some((tag) => tag.trim() === found.etag)) {

@@ -4,7 +4,7 @@ import type { ResourceRepository } from '../../../shared/db/repositories/resourc
 import { ContentNotFoundError, type ContentStore } from '../../../shared/storage/content.store';
 import type { ThumbnailRepository } from '../../../shared/thumbnails/thumbnail.repository';
 import type { ThumbnailRequests } from '../../../shared/thumbnails/thumbnail.requests';
-import { isThumbnailSource, storedSizeFor, thumbnailKey } from '../../../shared/thumbnails/thumbnail.sizes';
+import { isLargeSize, isThumbnailSource, LARGEST_EAGER_SIZE, storedSizeFor, thumbnailKey } from '../../../shared/thumbnails/thumbnail.sizes';
 
 /** A stored thumbnail's bytes (a few KiB to a few hundred) and the validator of its bytes. */
 export interface FoundThumbnail {
@@ -13,13 +13,16 @@ export interface FoundThumbnail {
   size: number;
   /** Names the content's digest and the size: the same for every file with those bytes. */
   etag: string;
+  /** A smaller image standing in for a size not made yet: not to be kept by the browser. */
+  standIn: boolean;
 }
 
 /**
  * Finds a file's thumbnail for its owner; never decodes an image (the workers make them). Anything
  * missing is NOT_FOUND: a file that is not an image, a thumbnail not made yet, an unreadable image.
  * One that should exist and does not (its job was lost, or the sweep raced a new upload of the same
- * bytes) is enqueued again on the way out, so every thumbnail is eventually made.
+ * bytes) is enqueued again on the way out, so every thumbnail is eventually made. The sizes above 256
+ * are made when first asked for: meanwhile the 256 answers, which is within the size asked for.
  */
 export class ThumbnailService {
   constructor(
@@ -38,8 +41,14 @@ export class ThumbnailService {
     if (state === 'unreadable') throw notFound('this image cannot be read');
     const stored = storedSizeFor(size);
     if (state === 'ready') {
+      const found = (at: number, standIn: boolean, body: Buffer) => ({ body, size: at, etag: `"${sha256}-${at}"`, standIn });
       const body = await this.read(thumbnailKey(sha256, stored));
-      if (body) return { body, size: stored, etag: `"${sha256}-${stored}"` };
+      if (body) return found(stored, false, body);
+      if (isLargeSize(stored)) {
+        await this.requests?.request(sha256, storageKey, 'large');
+        const smaller = await this.read(thumbnailKey(sha256, LARGEST_EAGER_SIZE));
+        if (smaller) return found(LARGEST_EAGER_SIZE, true, smaller);
+      }
     }
     await this.requests?.request(sha256, storageKey);
     throw notFound('no thumbnail yet');
