@@ -5,6 +5,7 @@
  * time until every image of the run has its thumbnails.
  */
 import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import sharp from 'sharp';
 import { openThumbnailQueue } from '../../shared/queue/thumbnail.contract';
@@ -60,6 +61,24 @@ async function images(source: ReturnType<typeof field>, from: number, count: num
   return out;
 }
 
+/**
+ * CPU ms a process's threads have used so far, those at nice 19 (the image work) apart from the rest
+ * (the job's queue, database and store calls, and sharp's own threads), which compete with uploads.
+ */
+function cpuByPriority(pid: number): { low: number; normal: number } {
+  const out = { low: 0, normal: 0 };
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out[Number(f[16]) > 0 ? 'low' : 'normal'] += (Number(f[11]) + Number(f[12])) * 10;
+    } catch {
+      // The thread ended in between.
+    }
+  }
+  return out;
+}
+
 /** Uploads every image, PARALLEL at a time, as the web app does; resolves with the elapsed ms. */
 async function upload(baseUrl: string, token: string, batch: Image[]): Promise<number> {
   let next = 0;
@@ -105,6 +124,8 @@ export async function runThumbnails(ctx: BenchContext): Promise<ScenarioReport> 
   const paused: number[] = [];
   const allThumbs: number[] = [];
   const loads: string[] = [];
+  /** The worker's CPU ms per image in each running run, at nice 19 and at its own priority. */
+  const workerCpu: Array<{ low: number; normal: number }> = [];
   try {
     log(`thumbnails: making ${Math.min(300, count) + 2 * reps * count} photographs`);
     const source = field();
@@ -122,11 +143,14 @@ export async function runThumbnails(ctx: BenchContext): Promise<ScenarioReport> 
       // Paused, running, running, paused, ...: a drift over the run weighs on both sides alike.
       const running = r % 4 === 1 || r % 4 === 2;
       if (!running) await queue.pause();
+      const cpuBefore = cpuByPriority(stack.worker!.child.pid!);
       const started = performance.now();
       const ms = await upload(stack.baseUrl, user.token, batch);
       if (running) {
         withWorker.push(ms);
         allThumbs.push(await allMade(batch, started));
+        const cpu = cpuByPriority(stack.worker!.child.pid!);
+        workerCpu.push({ low: (cpu.low - cpuBefore.low) / count, normal: (cpu.normal - cpuBefore.normal) / count });
       } else {
         paused.push(ms);
         // Jobs of the paused run are dropped, so none of them runs beside the next measurement.
@@ -134,7 +158,7 @@ export async function runThumbnails(ctx: BenchContext): Promise<ScenarioReport> 
         await queue.resume();
       }
       loads.push(os.loadavg()[0]!.toFixed(2));
-      log(`thumbnails: ${running ? 'worker running' : 'queue paused'}: ${count} uploads in ${fmt(ms / 1000)} s (${fmt((count * 1000) / ms)}/s)${running ? `, all thumbnails after ${fmt(allThumbs[allThumbs.length - 1]! / 1000)} s` : ''}`);
+      log(`thumbnails: ${running ? 'worker running' : 'queue paused'}: ${count} uploads in ${fmt(ms / 1000)} s (${fmt((count * 1000) / ms)}/s)${running ? `, all thumbnails after ${fmt(allThumbs[allThumbs.length - 1]! / 1000)} s, worker CPU per image ${fmt(workerCpu[workerCpu.length - 1]!.low)} ms at nice 19 + ${fmt(workerCpu[workerCpu.length - 1]!.normal)} ms at its own priority` : ''}; load ${loads[loads.length - 1]}`);
     }
   } finally {
     await queue.resume().catch(() => undefined);
@@ -156,11 +180,12 @@ export async function runThumbnails(ctx: BenchContext): Promise<ScenarioReport> 
     notes: [
       `Each run uploads ${count} new images through POST /v1/files (multipart, ${PARALLEL} in flight), in the order paused, running, running, paused, ... after 300 warm-up uploads; a paused run's jobs are dropped before the next run, and a running run ends once every image has its thumbnails (time from its first upload).`,
       `Load average (1 min) after each run: ${loads.join(', ')}.`,
+      `The worker's CPU per image, running runs (ms at nice 19 + ms at its own priority): ${workerCpu.map((c) => `${fmt(c.low)} + ${fmt(c.normal)}`).join(', ')}.`,
     ],
     figures: [
       figure('thumbnails', `upload ${count} photographs with thumbnails being made`, 'throughput', 'uploads/s', 'rate', on, [{ name: ceilingName, value: off }]),
       figure('thumbnails', `all ${count} thumbnails made`, 'time', 's', 'time', meanThumbS),
     ],
-    details: { withWorkerMs: withWorker, pausedMs: paused, allThumbnailsMs: allThumbs, loads },
+    details: { withWorkerMs: withWorker, pausedMs: paused, allThumbnailsMs: allThumbs, loads, workerCpuMsPerImage: workerCpu },
   };
 }

@@ -46,8 +46,24 @@ async function committed(client: HttpClient, token: string, name: string, size: 
 
 const TICK_MS = 10;
 
-/** CPU ms used so far by every Chromium process started from this one (Linux /proc; 0 elsewhere). */
-function chromiumCpuMs(): number {
+/** Chromium's processes by their part: the browser (which reads a file sent as a Blob), the network service, the page, the rest. */
+type ChromiumPart = 'browser' | 'network' | 'renderer' | 'other';
+
+function partOf(pid: number): ChromiumPart {
+  let cmdline = '';
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return 'other';
+  }
+  if (!cmdline.includes('--type=')) return 'browser';
+  if (cmdline.includes('--type=renderer')) return 'renderer';
+  if (cmdline.includes('network.mojom.NetworkService')) return 'network';
+  return 'other';
+}
+
+/** CPU ms used so far by every Chromium process started from this one, by part (Linux /proc; 0 elsewhere). */
+function chromiumCpuMs(): Record<ChromiumPart, number> {
   const procs = new Map<number, { ppid: number; comm: string; ticks: number }>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -64,10 +80,12 @@ function chromiumCpuMs(): number {
     for (let p = procs.get(pid)?.ppid; p && p > 1; p = procs.get(p)?.ppid) if (p === process.pid) return true;
     return false;
   };
-  let ticks = 0;
-  for (const [pid, info] of procs) if (info.comm.startsWith('chromium') && ours(pid)) ticks += info.ticks;
-  return ticks * TICK_MS;
+  const ms: Record<ChromiumPart, number> = { browser: 0, network: 0, renderer: 0, other: 0 };
+  for (const [pid, info] of procs) if (info.comm.startsWith('chromium') && ours(pid)) ms[partOf(pid)] += info.ticks * TICK_MS;
+  return ms;
 }
+
+const total = (ms: Record<ChromiumPart, number>): number => ms.browser + ms.network + ms.renderer + ms.other;
 
 /** CPU ms one process has used so far. */
 function processCpuMs(pid: number): number {
@@ -117,6 +135,8 @@ export async function runWebAppUpload(ctx: BenchContext): Promise<ScenarioReport
   const inNode: number[] = [];
   /** CPU ms per upload: the client's (Chromium's processes, or this process for Node) and the gateway's. */
   const cpu = { browser: [] as Array<{ client: number; gateway: number }>, node: [] as Array<{ client: number; gateway: number }> };
+  const chromiumParts: Array<Record<ChromiumPart, number>> = [];
+  const loads: number[] = [];
   try {
     const file = path.join(dir, 'source.bin');
     await writeRandomFile(file, bytes);
@@ -136,7 +156,7 @@ export async function runWebAppUpload(ctx: BenchContext): Promise<ScenarioReport
         const named = path.join(dir, name);
         await fs.link(file, named);
         if (who === 'browser') await freshPage(page);
-        const cpuBefore = { client: who === 'browser' ? chromiumCpuMs() : process.cpuUsage(), gateway: processCpuMs(gateway.child.pid!) };
+        const cpuBefore = { chromium: chromiumCpuMs(), node: process.cpuUsage(), gateway: processCpuMs(gateway.child.pid!) };
         const t = now();
         if (who === 'browser') await page.getByLabel('Upload files').setInputFiles(named);
         else await nodeUpload(baseUrl, token, named, name);
@@ -145,11 +165,19 @@ export async function runWebAppUpload(ctx: BenchContext): Promise<ScenarioReport
           throw new Error(`${err.message}${panel ? `; the upload panel says: ${panel}` : ''}`);
         });
         const ms = msSince(t);
-        const clientMs = typeof cpuBefore.client === 'number' ? chromiumCpuMs() - cpuBefore.client : (({ user, system }) => (user + system) / 1000)(process.cpuUsage(cpuBefore.client));
-        (who === 'browser' ? cpu.browser : cpu.node).push({ client: clientMs, gateway: processCpuMs(gateway.child.pid!) - cpuBefore.gateway });
+        const nodeMs = (({ user, system }) => (user + system) / 1000)(process.cpuUsage(cpuBefore.node));
+        const chromium = chromiumCpuMs();
+        const parts = Object.fromEntries(Object.entries(chromium).map(([k, v]) => [k, v - cpuBefore.chromium[k as ChromiumPart]])) as Record<ChromiumPart, number>;
+        const gatewayMs = processCpuMs(gateway.child.pid!) - cpuBefore.gateway;
+        if (who === 'browser') {
+          cpu.browser.push({ client: total(parts), gateway: gatewayMs });
+          chromiumParts.push(parts);
+        } else cpu.node.push({ client: nodeMs, gateway: gatewayMs });
+        loads.push(os.loadavg()[0]!);
         await fs.rm(named, { force: true });
         (who === 'browser' ? inBrowser : inNode).push(ms);
-        log(`webapp-upload: ${name}: ${fmt(ms / 1000)} s, ${fmt(bytes / MB / (ms / 1000))} MB/s`);
+        const cpuNote = who === 'browser' ? `Chromium CPU ${Object.entries(chromiumParts[chromiumParts.length - 1]!).map(([k, v]) => `${k} ${fmt(v / 1000)}`).join(', ')} s` : `Node CPU ${fmt(nodeMs / 1000)} s`;
+        log(`webapp-upload: ${name}: ${fmt(ms / 1000)} s, ${fmt(bytes / MB / (ms / 1000))} MB/s; ${cpuNote}, gateway ${fmt(gatewayMs / 1000)} s; load ${os.loadavg()[0]!.toFixed(2)}`);
       }
     }
     await context.close();
@@ -173,10 +201,11 @@ export async function runWebAppUpload(ctx: BenchContext): Promise<ScenarioReport
     rows: [row('web app in Chromium', web, inBrowser), row(ceilingName, ceiling, inNode)],
     notes: [
       `Both send the same file on disk to the same gateway through POST /v1/uploads and ${APP_CHUNK / MiB} MiB PATCHes, alternating; done when GET /v1/files/search lists the file with its size and SHA-256.`,
-      `CPU per upload, client / gateway: Chromium ${cpuText(cpu.browser)}, Node ${cpuText(cpu.node)} (seconds, median).`,
+      `CPU per upload, client / gateway: Chromium ${cpuText(cpu.browser)}, Node ${cpuText(cpu.node)} (seconds, median); Chromium's by process (median s): ${(['browser', 'network', 'renderer', 'other'] as const).map((k) => `${k} ${fmt(median(chromiumParts.map((p) => p[k])))}`).join(', ')}.`,
+      `Load average (1 min) after each upload: ${loads.map((l) => l.toFixed(2)).join(', ')}.`,
       'The browser upload goes through the Upload files input (setInputFiles with the path), the page loaded afresh and signed in; the Node one streams the file with tus-js-client.',
     ],
     figures: [figure('webapp-upload', `upload ${label} through the web app`, 'throughput', 'MB/s', 'rate', web, [{ name: ceilingName, value: ceiling }])],
-    details: { browserMs: inBrowser, nodeMs: inNode, cpuMs: cpu, loadAverage: os.loadavg() },
+    details: { browserMs: inBrowser, nodeMs: inNode, cpuMs: cpu, chromiumCpuMs: chromiumParts, loads },
   };
 }
