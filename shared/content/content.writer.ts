@@ -35,6 +35,15 @@ export interface CommitInput<T> {
 }
 
 /**
+ * The CRC-32 of the bytes now under `key` (content_crc32), or none when the staging did not see them
+ * all: a key can be placed again (a purged resource's id made anew), so it is set or cleared every time.
+ */
+async function recordCrc32(trx: Knex.Transaction, key: string, crc32: number | undefined): Promise<void> {
+  if (crc32 === undefined) await trx.raw('DELETE FROM content_crc32 WHERE storage_key = ?', [key]);
+  else await trx.raw('INSERT INTO content_crc32 (storage_key, crc32) VALUES (?, ?) ON DUPLICATE KEY UPDATE crc32 = VALUES(crc32)', [key, crc32 >>> 0]);
+}
+
+/**
  * The one way staged bytes become a file's content, for every kind of upload (POST /files, PUT
  * content, tus completion): in the owner's transaction the rows are written, then the bytes placed
  * under the key they name (just before the commit, with those of the uploads sharing it); after the commit the replaced content is removed. If anything fails
@@ -69,6 +78,7 @@ export class ContentWriter {
           await this.store.place(staged, placement.key);
           consumed = true;
           placed = placement.key;
+          await recordCrc32(trx, placement.key, staged.crc32);
         });
         return placement.result;
         // Rerunnable: what `decide` and this work change outside the transaction is set again by a new run.

@@ -43,10 +43,10 @@ export interface ContentStore {
   /**
    * Where the driver has it: reads several small contents whole in one trip off the event loop, each
    * into `into` (a view of shared memory, as long as the content should be). Per key, in order: the
-   * content's size, how many of its bytes landed and their CRC-32 (taken where they were read), or
-   * ContentNotFoundError or the read's failure.
+   * content's size, how many of its bytes landed and, when `crc32` asks, their CRC-32 (taken where
+   * they were read), or ContentNotFoundError or the read's failure.
    */
-  readWhole?(items: { key: string; into: Buffer }[]): Promise<({ size: number; read: number; crc32: number } | Error)[]>;
+  readWhole?(items: { key: string; into: Buffer; crc32: boolean }[]): Promise<({ size: number; read: number; crc32?: number } | Error)[]>;
   /** Size and age of the content of `key`; undefined only when it does not exist (other failures throw). */
   stat(key: string): Promise<StoredObject | undefined>;
   /** Removes the content of `key`; nothing happens when it is gone already. */
@@ -84,6 +84,8 @@ export interface StagedContent {
   readonly size: number;
   /** SHA-256 of the bytes, hex. */
   readonly sha256: string;
+  /** CRC-32 of the bytes, when the staging saw every one of them (not when parts were copied inside the store). */
+  readonly crc32?: number;
 }
 
 export interface StoredObject {

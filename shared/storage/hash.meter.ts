@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Transform } from 'node:stream';
+import { crc32 } from 'node:zlib';
 import { tooLarge } from '../errors';
 
 /**
@@ -11,6 +12,8 @@ export class HashMeter extends Transform {
   private readonly hash = createHash('sha256');
   /** Bytes that passed so far. */
   received = 0;
+  /** CRC-32 of the bytes that passed so far (a ZIP of the content needs no pass over it then). */
+  crc32 = 0;
 
   constructor(private readonly maxBytes: number) {
     super();
@@ -22,6 +25,7 @@ export class HashMeter extends Transform {
     // Hashed here, on the event loop, while libuv's threads write the previous chunks. A hashing
     // thread was measured too and was slower on two cores (docs/BENCHMARKS.md).
     this.hash.update(chunk);
+    this.crc32 = crc32(chunk, this.crc32);
     done(null, chunk);
   }
 

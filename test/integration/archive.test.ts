@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import { crc32 } from 'node:zlib';
 import { Api } from '../support/client';
 import { makeFolders, unzipEntries } from '../support/links';
 import { startStack, type TestStack } from '../support/stack';
@@ -62,6 +63,17 @@ test('folders come as name/..., files at the top, deleted files left out; one fo
   const one = await archive([folders['docs/']!]);
   expect(one.headers.get('content-disposition')).toMatch(/^attachment; filename="?docs.zip"?/);
   expect(await unzipEntries(Buffer.from(await one.arrayBuffer()))).toEqual({ 'docs/report.pdf': 'report new', 'docs/old/report.pdf': 'report old' });
+});
+
+test('content uploaded whole has its CRC-32 recorded: its entry carries it in the local header, with no descriptor', async () => {
+  const zip = Buffer.from(await (await archive([folders['docs/']!])).arrayBuffer());
+  expect(zip.readUInt32LE(0)).toBe(0x04034b50);
+  // Bit 11 (UTF-8 name) only: the CRC and sizes are in the header, not after the bytes.
+  expect(zip.readUInt16LE(6)).toBe(0x0800);
+  expect(zip.readUInt32LE(14)).toBe(crc32('report new'));
+  expect(zip.readUInt32LE(18)).toBe(10);
+  expect(zip.subarray(30, 30 + zip.readUInt16LE(26)).toString('utf8')).toBe('docs/report.pdf');
+  expect(await unzipEntries(zip)).toEqual({ 'docs/report.pdf': 'report new', 'docs/old/report.pdf': 'report old' });
 });
 
 test('another user\'s item, a deleted one or a malformed id is 404 and sends nothing; bad lists 400; no session 401', async () => {

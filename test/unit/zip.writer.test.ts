@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { crc32 } from 'node:zlib';
 import { sendArchive, type ArchiveEntry } from '../../services/gateway/archive/zip.writer';
 import { LocalContentStore } from '../../shared/storage/local/local.store';
 
@@ -77,6 +78,12 @@ beforeAll(async () => {
   ];
   archives.set('tree', { entries: tree });
   archives.set('tree64', { entries: tree, forceZip64: true });
+  // CRCs recorded when the contents were written: in the local headers, no descriptors; every other one, or all.
+  const known = tree.map((e) => ({ ...e, crc32: crc32(contents.get(e.storageKey)!) }));
+  archives.set('known', { entries: known });
+  archives.set('known64', { entries: known, forceZip64: true });
+  archives.set('mixed', { entries: known.map((e, i) => (i % 2 === 0 ? e : { ...e, crc32: null })) });
+  archives.set('known-wrong', { entries: known.map((e, i) => (i === 4 ? { ...e, crc32: (e.crc32 + 1) >>> 0 } : e)) });
   archives.set('missing', { entries: [...tree.slice(0, 20), { ...tree[3]!, path: 'gone.bin', storageKey: 'd/not-there' }, ...tree.slice(20)] });
   archives.set('wrong-size', { entries: [tree[3]!, { ...tree[4]!, sizeBytes: tree[4]!.sizeBytes + 1 }, tree[5]!] });
   server = http.createServer((req, res) => {
@@ -109,6 +116,34 @@ test.each([['tree', false], ['tree64', true]])('%s: every entry whole, in order,
   // The ZIP64 end record and its locator, present only when asked for (the archive is small).
   expect(zip.includes(Buffer.from([0x50, 0x4b, 0x06, 0x06]))).toBe(zip64);
   expect(zip.includes(Buffer.from([0x50, 0x4b, 0x06, 0x07]))).toBe(zip64);
+});
+
+test.each([
+  ['known', false, 0],
+  ['known64', true, 0],
+  ['mixed', false, 1],
+])('%s: CRC-32s known before the bytes go in the local headers, with no descriptor', async (name, zip64, everyOther) => {
+  const zip = await download(name);
+  const { bad, entries } = await readBoth(zip);
+  expect(bad).toBeNull();
+  const expected = archives.get(name)!.entries;
+  expect(entries.map((e) => e.name)).toEqual(expected.map((e) => e.path));
+  for (const [i, e] of entries.entries()) {
+    const bytes = contents.get(expected[i]!.storageKey)!;
+    expect({ size: e.size, sha: e.sha }).toEqual({ size: bytes.length, sha: sha(bytes) });
+    const follows = everyOther === 1 && i % 2 === 1;
+    expect(e.flags).toBe(follows ? 0x0808 : 0x0800);
+    expect(e.version).toBe(zip64 ? 45 : 20);
+  }
+  // Exactly the descriptors of the entries whose CRC was not known are missing from the length.
+  const plain = await download(zip64 ? 'tree64' : 'tree');
+  const skipped = expected.filter((e) => e.crc32 != null).length;
+  expect(zip.length).toBe(plain.length - skipped * (zip64 ? 24 : 16));
+});
+
+test('a known CRC-32 is written as given, not taken again: a wrong one is what a reader finds', async () => {
+  const { bad } = await readBoth(await download('known-wrong').catch(() => Buffer.alloc(0))).catch(() => ({ bad: 'unzip failed' }));
+  expect(bad).not.toBeNull();
 });
 
 test.each(['missing', 'wrong-size'])('%s content in the middle cuts the response: never a complete-looking archive', async (name) => {

@@ -2,10 +2,11 @@ import type { Readable } from 'node:stream';
 import type { ContentHandle, ContentStore } from '../../../shared/storage/content.store';
 import { Budget, CHUNK, Slabs, type Slab } from './ahead.memory';
 
-/** What a file to read ahead needs: where its content is and how many bytes it holds. */
+/** What a file to read ahead needs: where its content is, how many bytes it holds, and its CRC-32 when known. */
 export interface AheadEntry {
   storageKey: string;
   sizeBytes: number;
+  crc32?: number | null;
 }
 
 /** Room to leave before and after a file's bytes read whole, so that it leaves in one write with its framing. */
@@ -202,7 +203,7 @@ export class ContentAhead<E extends AheadEntry> {
     const batch = this.batch;
     this.batch = [];
     if (batch.length === 0 || this.stopped) return;
-    this.store.readWhole!(batch.map(({ fetch, bytes }) => ({ key: fetch.entry.storageKey, into: bytes }))).then(
+    this.store.readWhole!(batch.map(({ fetch, bytes }) => ({ key: fetch.entry.storageKey, into: bytes, crc32: fetch.entry.crc32 == null }))).then(
       (results) =>
         results.forEach((r, i) => {
           const { fetch, bytes, framed, slab } = batch[i]!;

@@ -1,9 +1,11 @@
 /*
  * The records of a ZIP archive of stored (uncompressed) entries written front to back, never sought
  * back into (APPNOTE 6.3): each entry's local header, its bytes, a data descriptor with its CRC-32,
- * then the central directory and the end records. Names are UTF-8 (general-purpose bit 11); CRCs
- * and sizes follow the bytes (bit 3). ZIP64 records appear where a size, an offset or the count
- * exceeds the classic fields, or everywhere when asked for.
+ * then the central directory and the end records. Names are UTF-8 (general-purpose bit 11). An
+ * entry whose CRC-32 is known before its bytes (recorded when the content was written) has it and
+ * its sizes in the local header and no descriptor; the others have them after the bytes (bit 3).
+ * ZIP64 records appear where a size, an offset or the count exceeds the classic fields, or
+ * everywhere when asked for.
  */
 
 const LOCAL_HEADER = 0x04034b50;
@@ -13,8 +15,10 @@ const ZIP64_END = 0x06064b50;
 const ZIP64_LOCATOR = 0x07064b50;
 const END = 0x06054b50;
 
-/** Sizes and CRC follow the data (bit 3); the name is UTF-8 (bit 11). */
-const FLAGS = (1 << 3) | (1 << 11);
+/** The name is UTF-8 (bit 11). */
+const UTF8 = 1 << 11;
+/** Sizes and CRC follow the data (bit 3). */
+const FOLLOW = 1 << 3;
 /** Made on Unix (3), by specification 6.3: external attributes are a Unix mode. */
 const MADE_BY = (3 << 8) | 63;
 const NEEDS = 20;
@@ -25,6 +29,8 @@ const MAX16 = 0xffff;
 const MAX32 = 0xffffffff;
 /** Central directory bytes kept per block: the directory grows by blocks, never by copying. */
 const BLOCK = 64 * 1024;
+
+const EMPTY = Buffer.alloc(0);
 
 const minDos = new Date(1980, 0, 1);
 const maxDos = new Date(2107, 11, 31, 23, 59, 58);
@@ -52,6 +58,8 @@ interface Open {
   mtime: Date;
   offset: number;
   zip64: boolean;
+  /** The CRC-32 given before the bytes (in the local header, no descriptor), or undefined. */
+  crc: number | undefined;
 }
 
 export interface ZipOptions {
@@ -79,13 +87,18 @@ export class ZipEncoder {
   }
 
   /** The bytes an entry's header and descriptor take (so a caller can frame its bytes with them in one buffer). */
-  frame(path: string, size: number): { head: number; tail: number } {
+  frame(path: string, size: number, crc?: number | null): { head: number; tail: number } {
     const zip64 = this.force || size >= MAX32;
-    return { head: 30 + Buffer.byteLength(path, 'utf8') + (zip64 ? 20 : 0), tail: zip64 ? 24 : 16 };
+    const tail = crc != null ? 0 : zip64 ? 24 : 16;
+    return { head: 30 + Buffer.byteLength(path, 'utf8') + (zip64 ? 20 : 0), tail };
   }
 
-  /** The local header of an entry of `size` bytes (in `into` when given, `frame().head` long); its bytes come next, then `end`. */
-  begin(path: string, size: number, mtime: Date, into?: Buffer): Buffer {
+  /**
+   * The local header of an entry of `size` bytes (in `into` when given, `frame().head` long); its
+   * bytes come next, then `end`. With `crc`, the bytes' CRC-32, known before them, the header holds
+   * it and the sizes and `end` adds no descriptor.
+   */
+  begin(path: string, size: number, mtime: Date, into?: Buffer, crc?: number | null): Buffer {
     if (this.open) throw new Error('the previous entry is not ended');
     const name = Buffer.from(path, 'utf8');
     if (name.length > MAX16) throw new Error('an entry name is longer than a ZIP holds');
@@ -94,14 +107,16 @@ export class ZipEncoder {
     const header = into ?? Buffer.allocUnsafe(30 + name.length + (zip64 ? 20 : 0));
     header.writeUInt32LE(LOCAL_HEADER, 0);
     header.writeUInt16LE(zip64 ? NEEDS_ZIP64 : NEEDS, 4);
-    header.writeUInt16LE(FLAGS, 6);
+    const known = crc != null ? crc >>> 0 : undefined;
+    header.writeUInt16LE(known === undefined ? UTF8 | FOLLOW : UTF8, 6);
     header.writeUInt16LE(0, 8);
     header.writeUInt16LE(time, 10);
     header.writeUInt16LE(date, 12);
-    // CRC and sizes are in the descriptor; a ZIP64 entry says so with its extra field (sizes 0 here).
-    header.writeUInt32LE(0, 14);
-    header.writeUInt32LE(zip64 ? MAX32 : 0, 18);
-    header.writeUInt32LE(zip64 ? MAX32 : 0, 22);
+    // Unknown CRC: CRC and sizes are in the descriptor (0 here). A ZIP64 entry's sizes are in its extra field.
+    const classic = known === undefined ? 0 : size;
+    header.writeUInt32LE(known ?? 0, 14);
+    header.writeUInt32LE(zip64 ? MAX32 : classic, 18);
+    header.writeUInt32LE(zip64 ? MAX32 : classic, 22);
     header.writeUInt16LE(name.length, 26);
     header.writeUInt16LE(zip64 ? 20 : 0, 28);
     name.copy(header, 30);
@@ -109,18 +124,27 @@ export class ZipEncoder {
       const at = 30 + name.length;
       header.writeUInt16LE(0x0001, at);
       header.writeUInt16LE(16, at + 2);
-      header.fill(0, at + 4, at + 20);
+      writeU64(header, known === undefined ? 0 : size, at + 4);
+      writeU64(header, known === undefined ? 0 : size, at + 12);
     }
-    this.open = { name, size, mtime, offset: this.offset, zip64 };
+    this.open = { name, size, mtime, offset: this.offset, zip64, crc: known };
     this.offset += header.length + size;
     return header;
   }
 
-  /** The data descriptor of the entry begun last (in `into` when given), once its bytes were written; `crc` is their CRC-32. */
+  /**
+   * The data descriptor of the entry begun last (in `into` when given), once its bytes were
+   * written; `crc` is their CRC-32. Empty for an entry begun with its CRC (`crc` is then that one).
+   */
   end(crc: number, into?: Buffer): Buffer {
     const entry = this.open;
     if (!entry) throw new Error('no entry is open');
     this.open = undefined;
+    if (entry.crc !== undefined) {
+      this.count++;
+      this.record(entry, entry.crc);
+      return EMPTY;
+    }
     const descriptor = into ?? Buffer.allocUnsafe(entry.zip64 ? 24 : 16);
     descriptor.writeUInt32LE(DATA_DESCRIPTOR, 0);
     descriptor.writeUInt32LE(crc >>> 0, 4);
@@ -184,7 +208,7 @@ export class ZipEncoder {
     r.writeUInt32LE(CENTRAL_HEADER, 0);
     r.writeUInt16LE(MADE_BY, 4);
     r.writeUInt16LE(entry.zip64 || bigOffset ? NEEDS_ZIP64 : NEEDS, 6);
-    r.writeUInt16LE(FLAGS, 8);
+    r.writeUInt16LE(entry.crc === undefined ? UTF8 | FOLLOW : UTF8, 8);
     r.writeUInt16LE(0, 10);
     r.writeUInt16LE(time, 12);
     r.writeUInt16LE(date, 14);

@@ -14,8 +14,10 @@ const PAGE = 1000;
 const HELD_BYTES = 10 * 1024 * 1024;
 
 /** A file of an archive: its content and its path inside the ZIP. */
-export interface ArchiveEntry extends Omit<ArchiveFile, 'id' | 'name'> {
+export interface ArchiveEntry extends Omit<ArchiveFile, 'id' | 'name' | 'crc32'> {
   path: string;
+  /** The content's CRC-32 when recorded as it was written: the entry then needs no pass over its bytes. */
+  crc32?: number | null;
 }
 
 /** The reads a subtree's walk needs, each scoped to the owner (LinkRepository has them). */
@@ -50,7 +52,7 @@ export async function* walkFolder(links: ArchiveTree, userId: string, rootId: st
       next = page.length === PAGE ? links.filesAfter(userId, id, { name: last!.nameKey, id: last!.id }, PAGE) : undefined;
       // A walk stopped early still settles the query it started.
       next?.catch(() => undefined);
-      for (const file of page) yield { sizeBytes: file.sizeBytes, storageKey: file.storageKey, updatedAt: file.updatedAt, path: prefix + segment(file.name) };
+      for (const file of page) yield { sizeBytes: file.sizeBytes, storageKey: file.storageKey, updatedAt: file.updatedAt, crc32: file.crc32, path: prefix + segment(file.name) };
     }
     const subfolders = await links.subfolders(userId, id);
     // Popped from the end: pushed in reverse, they are written in name order.
@@ -64,15 +66,16 @@ export async function* walkFolder(links: ArchiveTree, userId: string, rootId: st
  * (zip.format.ts): the libraries measured (yazl, zip-stream, client-zip, @zip.js/zip.js) compute
  * CRC-32 in JavaScript and pass each entry through streams of their own, 250 ms to 2.9 s per 1,000
  * stored 100 KiB entries where Node's native CRC-32 takes 15 ms, and fflate, which takes the
- * caller's CRC, writes no ZIP64. Here the CRC is the native one, taken where the bytes are read (a
- * reading thread) or as they pass, and each file's bytes are written straight to
+ * caller's CRC, writes no ZIP64. Here the CRC is the one recorded when the content was written
+ * (content_crc32), else the native one, taken where the bytes are read (a reading thread) or as
+ * they pass, and each file's bytes are written straight to
  * the response from the reads ahead (content.ahead.ts), which bound the archive's memory whatever
  * the folder's size. A failure after the headers left cuts the response, so the client sees a
  * truncated archive, never a complete-looking wrong one.
  */
 export async function sendArchive(res: Response, store: ContentStore, entries: AsyncIterable<ArchiveEntry>, options: ZipOptions = {}): Promise<void> {
   const zip = new ZipEncoder(options);
-  const ahead = new ContentAhead(store, entries, (entry) => zip.frame(entry.path, entry.sizeBytes));
+  const ahead = new ContentAhead(store, entries, (entry) => zip.frame(entry.path, entry.sizeBytes, entry.crc32));
   let failed = false;
   let drained: (() => void) | undefined;
   const fail = () => {
@@ -107,6 +110,7 @@ export async function sendArchive(res: Response, store: ContentStore, entries: A
       const fetch = await ahead.next();
       if (failed || !fetch) break;
       const { path, sizeBytes, updatedAt } = fetch.entry;
+      const known = fetch.entry.crc32 ?? undefined;
       const nextPiece = async () => {
         const next = fetch.next();
         return next instanceof Promise ? await next : next;
@@ -116,24 +120,25 @@ export async function sendArchive(res: Response, store: ContentStore, entries: A
       if (piece?.framed && piece.bytes.length === sizeBytes) {
         // Read whole with room around it: header, bytes and descriptor leave as one write.
         const { framed } = piece;
-        const head = framed.length - sizeBytes - zip.frame(path, sizeBytes).tail;
-        zip.begin(path, sizeBytes, updatedAt, framed.subarray(0, head));
-        zip.end(piece.crc32 ?? crc32(piece.bytes), framed.subarray(head + sizeBytes));
+        const head = framed.length - sizeBytes - zip.frame(path, sizeBytes, known).tail;
+        zip.begin(path, sizeBytes, updatedAt, framed.subarray(0, head), known);
+        zip.end(known ?? piece.crc32 ?? crc32(piece.bytes), framed.subarray(head + sizeBytes));
         write(framed, sent(piece));
         if ((await nextPiece()) !== undefined) throw new Error(`${path}: more bytes than its size`);
       } else {
-        write(zip.begin(path, sizeBytes, updatedAt));
+        write(zip.begin(path, sizeBytes, updatedAt, undefined, known));
         let crc = 0;
         let written = 0;
         while (piece && !failed) {
-          crc = piece.crc32 !== undefined && written === 0 ? piece.crc32 : crc32(piece.bytes, crc);
+          if (known === undefined) crc = piece.crc32 !== undefined && written === 0 ? piece.crc32 : crc32(piece.bytes, crc);
           written += piece.bytes.length;
           write(piece.bytes, sent(piece));
           piece = await nextPiece();
         }
         if (failed) break;
         if (written !== sizeBytes) throw new Error(`${path}: ${written} bytes read of ${sizeBytes}`);
-        write(zip.end(crc));
+        const descriptor = zip.end(known ?? crc);
+        if (descriptor.length > 0) write(descriptor);
       }
       ahead.written();
       // Headers and descriptors are not counted in the reads' bound: a slow client holds the writer here.

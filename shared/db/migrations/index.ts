@@ -27,6 +27,7 @@ import * as createContentChunkLists from './20261127000401_create_content_chunk_
 import * as createContentThumbnails from './20261128000101_create_content_thumbnails';
 import * as addResourcesSha256Index from './20261128000102_add_resources_sha256_index';
 import * as addFileVersionsSha256Index from './20261128000103_add_file_versions_sha256_index';
+import * as createContentCrc32 from './20261128000104_create_content_crc32';
 
 interface Migration {
   name: string;
@@ -64,6 +65,7 @@ const MIGRATIONS: Migration[] = [
   createContentThumbnails,
   addResourcesSha256Index,
   addFileVersionsSha256Index,
+  createContentCrc32,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -52,6 +52,8 @@ export interface ArchiveFile {
   sizeBytes: number;
   storageKey: string;
   updatedAt: Date;
+  /** The content's CRC-32 when it was recorded as it was written (content_crc32); null: to compute. */
+  crc32: number | null;
 }
 
 interface LinkRow {
@@ -225,13 +227,14 @@ export class LinkRepository {
   /** Up to `limit` active files with content in a folder after (name, id), by name then id: an archive's next page. */
   async filesAfter(userId: string, folderId: string, after: { name: Buffer; id: string } | null, limit: number): Promise<(ArchiveFile & { nameKey: Buffer })[]> {
     const [rows] = (await this.db.raw(
-      `SELECT id, name, name_key, size_bytes, storage_key, updated_at FROM resources
-        WHERE user_id = ? AND parent_key = ? AND type = 'file' AND alive = 1 AND storage_key IS NOT NULL
-          ${after ? 'AND (name_key > ? OR (name_key = ? AND id > ?))' : ''}
-        ORDER BY name_key, id LIMIT ?`,
+      `SELECT r.id, r.name, r.name_key, r.size_bytes, r.storage_key, r.updated_at, c.crc32 FROM resources r
+        LEFT JOIN content_crc32 c ON c.storage_key = r.storage_key
+        WHERE r.user_id = ? AND r.parent_key = ? AND r.type = 'file' AND r.alive = 1 AND r.storage_key IS NOT NULL
+          ${after ? 'AND (r.name_key > ? OR (r.name_key = ? AND r.id > ?))' : ''}
+        ORDER BY r.name_key, r.id LIMIT ?`,
       after ? [userId, folderId, after.name, after.name, after.id, limit] : [userId, folderId, limit],
-    )) as [{ id: string; name: string; name_key: Buffer; size_bytes: number | string; storage_key: string; updated_at: Date }[]];
-    return rows.map((r) => ({ id: r.id, name: r.name, nameKey: r.name_key, sizeBytes: Number(r.size_bytes), storageKey: r.storage_key, updatedAt: r.updated_at }));
+    )) as [{ id: string; name: string; name_key: Buffer; size_bytes: number | string; storage_key: string; updated_at: Date; crc32: number | null }[]];
+    return rows.map((r) => ({ id: r.id, name: r.name, nameKey: r.name_key, sizeBytes: Number(r.size_bytes), storageKey: r.storage_key, updatedAt: r.updated_at, crc32: r.crc32 }));
   }
 
   /** The active subfolders of a folder (id and name), by name. */

@@ -133,7 +133,7 @@ export class LocalContentStore implements ContentStore {
       }
       await pipeline(source, meter, createWriteStream(file, { flags: 'wx', highWaterMark: WRITE_BATCH }));
       this.stagedAt.set(stagingKey, Date.now());
-      return { stagingKey, size: meter.received, sha256: meter.digest() };
+      return { stagingKey, size: meter.received, sha256: meter.digest(), crc32: meter.crc32 };
     } catch (err) {
       // The staging folder removed under a running process: made again for the next upload.
       if (isNotFound(err)) this.stagingMade = false;
@@ -204,8 +204,8 @@ export class LocalContentStore implements ContentStore {
     }
   }
 
-  async readWhole(items: { key: string; into: Buffer }[]): Promise<({ size: number; read: number; crc32: number } | Error)[]> {
-    const results = await this.whole.read(items.map(({ key, into }) => ({ file: this.pathOf(key), into })));
+  async readWhole(items: { key: string; into: Buffer; crc32: boolean }[]): Promise<({ size: number; read: number; crc32?: number } | Error)[]> {
+    const results = await this.whole.read(items.map(({ key, into, crc32 }) => ({ file: this.pathOf(key), into, crc32 })));
     return results.map((r, i) => ('size' in r ? r : r.code === 'ENOENT' ? new ContentNotFoundError(items[i]!.key) : new Error(r.message)));
   }
 

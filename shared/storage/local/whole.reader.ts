@@ -1,20 +1,21 @@
 import { Worker } from 'node:worker_threads';
 
-/** A whole small file to read into `into`, a view of shared memory. */
+/** A whole small file to read into `into`, a view of shared memory; `crc32`: whether to take the bytes' CRC-32. */
 export interface WholeRead {
   file: string;
   into: Buffer;
+  crc32: boolean;
 }
 
-/** The file's size when it was read, how many of its bytes landed in `into` and their CRC-32, or why it could not be read. */
-export type WholeResult = { size: number; read: number; crc32: number } | { code: string; message: string };
+/** The file's size when it was read, how many of its bytes landed in `into` and their CRC-32 when asked, or why it could not be read. */
+export type WholeResult = { size: number; read: number; crc32?: number } | { code: string; message: string };
 
 /** Reading threads: two keep reading while one is descheduled on a busy machine, and cost nothing idle. */
 const THREADS = 2;
 
 interface Job {
   id: number;
-  items: { file: string; sab: SharedArrayBuffer; offset: number; length: number }[];
+  items: { file: string; sab: SharedArrayBuffer; offset: number; length: number; crc32: boolean }[];
 }
 
 /**
@@ -45,7 +46,7 @@ function readerMain(): void {
           if (n === 0) break;
           read += n;
         }
-        return { size: stat.size, read, crc32: crc32(view.subarray(0, read)) };
+        return { size: stat.size, read, crc32: item.crc32 ? crc32(view.subarray(0, read)) : undefined };
       } catch (err) {
         const e = err as NodeJS.ErrnoException;
         return { code: e.code ?? 'EIO', message: e.message };
@@ -68,9 +69,9 @@ export class WholeReader {
 
   read(items: WholeRead[]): Promise<WholeResult[]> {
     const job: Job = { id: this.next++, items: [] };
-    for (const { file, into } of items) {
+    for (const { file, into, crc32 } of items) {
       if (!(into.buffer instanceof SharedArrayBuffer)) throw new Error('whole reads land in shared memory only');
-      job.items.push({ file, sab: into.buffer, offset: into.byteOffset, length: into.length });
+      job.items.push({ file, sab: into.buffer, offset: into.byteOffset, length: into.length, crc32 });
     }
     const worker = this.start(job.id % THREADS);
     // A thread holds the process only while a batch of its own is out.
