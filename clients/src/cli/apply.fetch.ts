@@ -1,5 +1,5 @@
 import { promises as fs } from 'node:fs';
-import type { RemoteNode } from './journal';
+import type { BaseNode, RemoteNode } from './journal';
 import type { LiveTree } from './live.tree';
 import { pathIn } from './match';
 import { skipFailed, statOf, toBase, type SyncContext } from './context';
@@ -40,7 +40,13 @@ export class RemoteFetcher {
   }
 
   /** Moves downloaded bytes into place once their SHA-256 is the announced one and nothing was written there meanwhile. */
-  private async place(node: RemoteNode, target: string, expect: Expect, got: { tmp: string; sha256: string; expected: string; modeSet?: boolean }): Promise<boolean> {
+  private async place(
+    node: RemoteNode,
+    target: string,
+    expect: Expect,
+    got: { tmp: string; sha256: string; expected: string; modeSet?: boolean },
+    placed?: BaseNode[],
+  ): Promise<boolean> {
     const { ctx } = this;
     const label = this.labelOf(node);
     if (got.expected !== got.sha256) {
@@ -64,7 +70,10 @@ export class RemoteFetcher {
     await fs.utimes(got.tmp, new Date(), past);
     await fs.rename(got.tmp, target);
     const st = await statOf(target);
-    ctx.journal.putBase(toBase({ ...node, sha256: got.sha256, size: st?.size ?? node.size }, st));
+    ctx.placed?.(target);
+    const base = toBase({ ...node, sha256: got.sha256, size: st?.size ?? node.size }, st);
+    if (placed) placed.push(base);
+    else ctx.journal.putBase(base);
     ctx.reporter.line(`downloaded ${label}${ctx.transfers.deltaNote(node.id)}`);
     return true;
   }
@@ -100,9 +109,16 @@ export class RemoteFetcher {
           fresh.push(...batch);
           continue;
         }
-        for (const { node, target } of batch) {
-          const one = got.get(node.id);
-          await this.settle(node, one === undefined || one instanceof ApiError ? Promise.reject(one ?? new ApiError(404, undefined)) : this.place(node, target, undefined, one));
+        // A batch's files are recorded in one journal transaction. A kill before it leaves them placed
+        // but not in the base: the next run finds each created on both sides alike and links it.
+        const placed: BaseNode[] = [];
+        try {
+          for (const { node, target } of batch) {
+            const one = got.get(node.id);
+            await this.settle(node, one === undefined || one instanceof ApiError ? Promise.reject(one ?? new ApiError(404, undefined)) : this.place(node, target, undefined, one, placed));
+          }
+        } finally {
+          ctx.journal.putBases(placed);
         }
       }
     };

@@ -38,6 +38,8 @@ export interface SyncContext {
    */
   deferRacy?: boolean;
   recheckLater?: boolean;
+  /** Watching: told of each file the client itself moved into place, whose event is then no local change. */
+  placed?: (full: string) => void;
 }
 
 /** Whether DIR's file system folds case, probed once in the state folder. */

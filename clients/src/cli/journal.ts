@@ -42,6 +42,13 @@ export interface PendingUpload {
 export class Journal {
   readonly db: Database.Database;
   private readonly statements = new Map<string, Database.Statement>();
+  /**
+   * The base and remote tables as last read or written through this journal, which alone writes them:
+   * a pass reads them whole several times, and re-reading thousands of rows each time cost more than
+   * the pass's own work. Dropped whenever a transaction rolls back; the tables stay the source of truth.
+   */
+  private baseRows?: Map<string, BaseNode>;
+  private remoteRows?: Map<string, RemoteNode>;
 
   constructor(dir: string) {
     const stateDir = join(dir, STATE_DIR);
@@ -99,12 +106,22 @@ export class Journal {
   }
 
   tx<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
+    try {
+      return this.db.transaction(fn)();
+    } catch (err) {
+      this.baseRows = undefined;
+      this.remoteRows = undefined;
+      throw err;
+    }
   }
 
+  /** A copy the caller may change: the nodes as the journal holds them now. */
   remote(): Map<string, RemoteNode> {
-    const rows = this.stmt('SELECT id, parent_id AS parentId, name, type, rev, sha256, size FROM remote').all() as RemoteNode[];
-    return new Map(rows.map((r) => [r.id, r]));
+    if (!this.remoteRows) {
+      const rows = this.stmt('SELECT id, parent_id AS parentId, name, type, rev, sha256, size FROM remote').all() as RemoteNode[];
+      this.remoteRows = new Map(rows.map((r) => [r.id, r]));
+    }
+    return new Map([...this.remoteRows].map(([id, r]) => [id, { ...r }]));
   }
 
   putRemote(n: RemoteNode): void {
@@ -114,20 +131,27 @@ export class Journal {
          rev = excluded.rev, sha256 = excluded.sha256, size = excluded.size`,
       )
       .run(n);
+    this.remoteRows?.set(n.id, { id: n.id, parentId: n.parentId, name: n.name, type: n.type, rev: n.rev, sha256: n.sha256, size: n.size });
   }
 
   remoteRev(id: string): number | undefined {
+    if (this.remoteRows) return this.remoteRows.get(id)?.rev;
     return (this.stmt('SELECT rev FROM remote WHERE id = ?').get(id) as { rev: number } | undefined)?.rev;
   }
 
   dropRemote(id: string): void {
     this.stmt('DELETE FROM remote WHERE id = ?').run(id);
+    this.remoteRows?.delete(id);
   }
 
+  /** A copy the caller may change: the merge base as the journal holds it now. */
   base(): Map<string, BaseNode> {
-    const rows = this.stmt('SELECT id, parent_id AS parentId, name, type, rev, sha256, size, mtime_ms AS mtimeMs, ino, racy FROM base')
-      .all() as (Omit<BaseNode, 'racy'> & { racy: number })[];
-    return new Map(rows.map((r) => [r.id, { ...r, racy: r.racy !== 0 }]));
+    if (!this.baseRows) {
+      const rows = this.stmt('SELECT id, parent_id AS parentId, name, type, rev, sha256, size, mtime_ms AS mtimeMs, ino, racy FROM base')
+        .all() as (Omit<BaseNode, 'racy'> & { racy: number })[];
+      this.baseRows = new Map(rows.map((r) => [r.id, { ...r, racy: r.racy !== 0 }]));
+    }
+    return new Map([...this.baseRows].map(([id, b]) => [id, { ...b }]));
   }
 
   putBase(n: BaseNode): void {
@@ -139,10 +163,19 @@ export class Journal {
          racy = excluded.racy`,
       )
       .run({ ...n, racy: n.racy ? 1 : 0 });
+    this.baseRows?.set(n.id, {
+      id: n.id, parentId: n.parentId, name: n.name, type: n.type, rev: n.rev, sha256: n.sha256, size: n.size, mtimeMs: n.mtimeMs, ino: n.ino, racy: !!n.racy,
+    });
+  }
+
+  /** Records many base nodes in one transaction: a bulk download's files land together. */
+  putBases(nodes: BaseNode[]): void {
+    if (nodes.length) this.tx(() => nodes.forEach((n) => this.putBase(n)));
   }
 
   dropBase(id: string): void {
     this.stmt('DELETE FROM base WHERE id = ?').run(id);
+    this.baseRows?.delete(id);
   }
 
   outbox(): { opId: string; op: string }[] {
