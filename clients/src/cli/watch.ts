@@ -1,15 +1,17 @@
-import { watch, type FSWatcher } from 'chokidar';
+import { relative, sep } from 'node:path';
 import { ApiError, AbortedError, NetworkError } from '../sdk/errors';
 import { sleep } from '../sdk/http';
 import { GuardError, type SyncContext } from './context';
 import { runPass, syncOnce } from './engine';
 import { ExitError } from './session';
 import { MTIME_TICK_MS } from './scan';
+import { TreeWatcher } from './tree.watcher';
 
 const DEBOUNCE_MS = 400;
 const PERIODIC_SCAN_MS = 60_000;
 const FALLBACK_SCAN_MS = 5_000;
 const LONG_POLL_S = 25;
+const PLACED_EVENT_MS = 5_000;
 
 /**
  * `sync DIR` without `--once`: a pass at start, then one whenever the watcher (a hint, debounced),
@@ -29,19 +31,28 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
     clearTimeout(timer);
     timer = setTimeout(poke, DEBOUNCE_MS);
   };
-  let watcher: FSWatcher | undefined = watch(ctx.dir, {
-    ignoreInitial: true,
-    ignored: (p: string) => /(^|[/\\])\.filesync([/\\]|$)/.test(p),
-    awaitWriteFinish: false,
-  });
   let scanEvery = PERIODIC_SCAN_MS;
-  watcher.on('all', debounced);
-  watcher.on('error', (err) => {
-    ctx.reporter.error(`watching stopped (${(err as Error).message}); scanning every ${FALLBACK_SCAN_MS / 1000} s instead`);
-    void watcher?.close();
-    watcher = undefined;
-    scanEvery = FALLBACK_SCAN_MS;
-  });
+  // A download's own rename into place is no local change: its event is dropped once, unless it comes
+  // late. A write after it brings another event.
+  const placed = new Map<string, number>();
+  ctx.placed = (full) => placed.set(relative(ctx.dir, full).split(sep).join('/'), Date.now());
+  const expected = (path: string) => {
+    const at = placed.get(path);
+    if (at === undefined) return false;
+    placed.delete(path);
+    return Date.now() - at < PLACED_EVENT_MS;
+  };
+  let watcher: TreeWatcher | undefined = new TreeWatcher(
+    ctx.dir,
+    debounced,
+    (err) => {
+      ctx.reporter.error(`watching stopped (${err.message}); scanning every ${FALLBACK_SCAN_MS / 1000} s instead`);
+      watcher = undefined;
+      scanEvery = FALLBACK_SCAN_MS;
+    },
+    expected,
+  );
+  await watcher.start();
 
   // Waiting for the end of the pass under way (or the next one), resolved by the loop below.
   const passWaiters: Array<() => void> = [];
@@ -88,6 +99,8 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
             recheck = setTimeout(poke, MTIME_TICK_MS + 100);
           }
           failures = 0;
+          const stale = Date.now() - PLACED_EVENT_MS;
+          for (const [path, at] of placed) if (at < stale) placed.delete(path);
         } catch (err) {
           if (ctx.signal.aborted || err instanceof AbortedError) break;
           if (err instanceof ExitError || err instanceof GuardError) throw err;
@@ -119,7 +132,7 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
   } finally {
     clearTimeout(timer);
     clearTimeout(recheck);
-    await watcher?.close();
+    watcher?.close();
     await polling;
   }
 }
