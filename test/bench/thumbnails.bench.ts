@@ -62,18 +62,32 @@ async function images(source: ReturnType<typeof field>, from: number, count: num
 }
 
 /**
- * CPU ms a process's threads have used so far, those at nice 19 (the image work) apart from the rest
+ * CPU ms a process's threads and its children's have used so far, those at nice 19 (the image work) apart from the rest
  * (the job's queue, database and store calls, and sharp's own threads), which compete with uploads.
  */
 function cpuByPriority(pid: number): { low: number; normal: number } {
   const out = { low: 0, normal: 0 };
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+  const fields = (file: string) => {
+    const stat = readFileSync(file, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  };
+  // The worker and its children (the process its images are made in, shared/thumbnails/image.process.ts).
+  const pids = [pid];
+  for (const entry of readdirSync('/proc')) {
     try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out[Number(f[16]) > 0 ? 'low' : 'normal'] += (Number(f[11]) + Number(f[12])) * 10;
+      if (/^\d+$/.test(entry) && Number(fields(`/proc/${entry}/stat`)[1]) === pid) pids.push(Number(entry));
     } catch {
-      // The thread ended in between.
+      // Gone in between.
+    }
+  }
+  for (const p of pids) {
+    for (const tid of readdirSync(`/proc/${p}/task`)) {
+      try {
+        const f = fields(`/proc/${p}/task/${tid}/stat`);
+        out[Number(f[16]) > 0 ? 'low' : 'normal'] += (Number(f[11]) + Number(f[12])) * 10;
+      } catch {
+        // The thread ended in between.
+      }
     }
   }
   return out;
