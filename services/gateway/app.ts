@@ -17,6 +17,7 @@ import { UploadReservations } from '../../shared/quota/upload.reservations';
 import { retentionMs, TrashPurger } from '../../shared/lifecycle/trash.purger';
 import type { ContentStore } from '../../shared/storage/content.store';
 import { ContentWriter } from '../../shared/content/content.writer';
+import { ContentCrcRepository } from '../../shared/content/content-crc.repository';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { ChunkListRepository } from '../../shared/chunks/chunk-list.repository';
 import { withChunkListCleanup } from '../../shared/chunks/chunk-lists.cleanup';
@@ -272,7 +273,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(versionRoutes(versions, store, authenticated));
   v1.use(appPasswordRoutes(appPasswords, authenticated));
   v1.use(linkRoutes(links, config.publicUrl, authenticated));
-  v1.use(archiveRoutes(new ArchiveService(resources, linkRepo), store, new TransferSlots(config.archivesPerUser, 'too many archives at once; retry shortly'), authenticated));
+  v1.use(archiveRoutes(new ArchiveService(resources, linkRepo, new ContentCrcRepository(db)), store, new TransferSlots(config.archivesPerUser, 'too many archives at once; retry shortly'), authenticated));
   app.use('/v1', v1);
   // The web app's pages and bundles (docs/WEBAPP.md); the API stays under /v1.
   app.use(webAppRoutes());

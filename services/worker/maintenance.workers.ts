@@ -18,6 +18,8 @@ import {
   PURGE_TRASH_JOB,
   purgeIntervalMs,
   SWEEP_THUMBNAILS_JOB,
+  SWEEP_CRC32S_JOB,
+  CRC32_SWEEP_MS,
   THUMBNAIL_SWEEP_MS,
   uploadExpirySweepMs,
   type MaintenanceJobData,
@@ -30,6 +32,8 @@ import { ChunkListRepository } from '../../shared/chunks/chunk-list.repository';
 import { withChunkListCleanup } from '../../shared/chunks/chunk-lists.cleanup';
 import { ThumbnailRepository } from '../../shared/thumbnails/thumbnail.repository';
 import { ThumbnailSweeper } from '../../shared/thumbnails/thumbnail.sweeper';
+import { ContentCrcRepository } from '../../shared/content/content-crc.repository';
+import { ContentCrcSweeper } from '../../shared/content/content-crc.sweeper';
 
 /** One scheduled housekeeping task: its job name (also its scheduler id), how often, and the work. */
 export interface MaintenanceTask {
@@ -54,6 +58,7 @@ export function maintenanceTasks(config: Config, contentStore: ContentStore, own
   const versions = new VersionExpiry(owners, new VersionRepository(db), store, logger);
   const versionRetention = retentionMs(config.versionRetentionDays);
   const thumbnails = new ThumbnailSweeper(contentStore, new ThumbnailRepository(db), logger);
+  const crcs = new ContentCrcSweeper(new ContentCrcRepository(db));
   let uploads: ResumableDataStore | undefined;
   return [
     {
@@ -83,6 +88,12 @@ export function maintenanceTasks(config: Config, contentStore: ContentStore, own
       name: SWEEP_THUMBNAILS_JOB,
       everyMs: THUMBNAIL_SWEEP_MS,
       run: async () => thumbnails.sweep(),
+    },
+    {
+      // Recorded CRC-32s (for archives) of digests no file, trashed file or version has any more.
+      name: SWEEP_CRC32S_JOB,
+      everyMs: CRC32_SWEEP_MS,
+      run: async () => crcs.sweep(),
     },
   ];
 }

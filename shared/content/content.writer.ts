@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { beforeCommit, type ChangeAuthor, type ChangeClock, type OwnerTransactions } from '../db/owner.transaction';
 import type { Logger } from '../logger';
 import type { ContentStore, StagedContent } from '../storage/content.store';
+import { ContentCrcRepository, CRC32_MIN_BYTES } from './content-crc.repository';
 
 /** What the work inside the owner's transaction decided: the key the rows now name, and what it returns. */
 export interface ContentPlacement<T> {
@@ -32,15 +33,6 @@ export interface CommitInput<T> {
   check?: () => void;
   /** The rows' side, in the owner's transaction: reads, preconditions, writes; names the key. */
   decide: (trx: Knex.Transaction, clock: ChangeClock) => Promise<ContentPlacement<T>>;
-}
-
-/**
- * The CRC-32 of the bytes now under `key` (content_crc32), or none when the staging did not see them
- * all: a key can be placed again (a purged resource's id made anew), so it is set or cleared every time.
- */
-async function recordCrc32(trx: Knex.Transaction, key: string, crc32: number | undefined): Promise<void> {
-  if (crc32 === undefined) await trx.raw('DELETE FROM content_crc32 WHERE storage_key = ?', [key]);
-  else await trx.raw('INSERT INTO content_crc32 (storage_key, crc32) VALUES (?, ?) ON DUPLICATE KEY UPDATE crc32 = VALUES(crc32)', [key, crc32 >>> 0]);
 }
 
 /**
@@ -78,7 +70,7 @@ export class ContentWriter {
           await this.store.place(staged, placement.key);
           consumed = true;
           placed = placement.key;
-          await recordCrc32(trx, placement.key, staged.crc32);
+          if (staged.crc32 !== undefined && staged.size >= CRC32_MIN_BYTES) await ContentCrcRepository.record(trx, staged.sha256, staged.crc32);
         });
         return placement.result;
         // Rerunnable: what `decide` and this work change outside the transaction is set again by a new run.

@@ -13,11 +13,15 @@ export const PURGE_TRASH_JOB = 'purge-trash';
 export const EXPIRE_UPLOADS_JOB = 'expire-uploads';
 export const EXPIRE_VERSIONS_JOB = 'expire-versions';
 export const SWEEP_THUMBNAILS_JOB = 'sweep-thumbnails';
+export const SWEEP_CRC32S_JOB = 'sweep-crc32s';
 
-export type MaintenanceJobName = typeof PURGE_TRASH_JOB | typeof EXPIRE_UPLOADS_JOB | typeof EXPIRE_VERSIONS_JOB | typeof SWEEP_THUMBNAILS_JOB;
+export type MaintenanceJobName = typeof PURGE_TRASH_JOB | typeof EXPIRE_UPLOADS_JOB | typeof EXPIRE_VERSIONS_JOB | typeof SWEEP_THUMBNAILS_JOB | typeof SWEEP_CRC32S_JOB;
 
 /** How often thumbnails of content that is gone are removed (they take no one's quota meanwhile). */
 export const THUMBNAIL_SWEEP_MS = 15 * 60_000;
+
+/** How often recorded CRC-32s of content that is gone are dropped (a row of 36 bytes each). */
+export const CRC32_SWEEP_MS = 60 * 60_000;
 
 /** Empty: a run needs nothing but the configuration of the worker that takes it. */
 export type MaintenanceJobData = Record<string, never>;

@@ -3,6 +3,9 @@ import { Transform } from 'node:stream';
 import { crc32 } from 'node:zlib';
 import { tooLarge } from '../errors';
 
+/** Content up to this size has its CRC-32 taken as it is staged. */
+export const CRC32_MAX_BYTES = 16 * 1024 * 1024;
+
 /**
  * Counts and hashes the bytes that pass; more than `maxBytes` fails the stream with FILE_TOO_LARGE.
  * Every driver stages through one, so the size and the SHA-256 of staged content mean the same
@@ -12,8 +15,7 @@ export class HashMeter extends Transform {
   private readonly hash = createHash('sha256');
   /** Bytes that passed so far. */
   received = 0;
-  /** CRC-32 of the bytes that passed so far (a ZIP of the content needs no pass over it then). */
-  crc32 = 0;
+  private crc = 0;
 
   constructor(private readonly maxBytes: number) {
     super();
@@ -25,8 +27,17 @@ export class HashMeter extends Transform {
     // Hashed here, on the event loop, while libuv's threads write the previous chunks. A hashing
     // thread was measured too and was slower on two cores (docs/BENCHMARKS.md).
     this.hash.update(chunk);
-    this.crc32 = crc32(chunk, this.crc32);
+    if (this.received <= CRC32_MAX_BYTES) this.crc = crc32(chunk, this.crc);
     done(null, chunk);
+  }
+
+  /**
+   * The CRC-32 of everything that passed, for content up to CRC32_MAX_BYTES (a ZIP of it then needs
+   * no pass over its bytes); undefined beyond, where it would add a tenth to the hashing of a large
+   * upload for archives, which stream large files anyway.
+   */
+  crc32(): number | undefined {
+    return this.received <= CRC32_MAX_BYTES ? this.crc : undefined;
   }
 
   /** The SHA-256 of everything that passed, hex; call once, after the stream has finished. */

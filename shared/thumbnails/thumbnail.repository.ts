@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { digestsStillStored } from '../content/content.digests';
 
 export type ThumbnailState = 'making' | 'ready' | 'unreadable' | 'removing';
 
@@ -34,14 +35,8 @@ export class ThumbnailRepository {
   }
 
   /** Which of `digests` some file or version still has as content (trash included, purged not). */
-  async stillStored(digests: string[]): Promise<Set<string>> {
-    if (digests.length === 0) return new Set();
-    const files = (await this.db('resources')
-      .whereIn('content_sha256', digests)
-      .whereNotNull('storage_key')
-      .distinct('content_sha256')) as { content_sha256: string }[];
-    const versions = (await this.db('file_versions').whereIn('content_sha256', digests).distinct('content_sha256')) as { content_sha256: string }[];
-    return new Set([...files, ...versions].map((r) => r.content_sha256));
+  stillStored(digests: string[]): Promise<Set<string>> {
+    return digestsStillStored(this.db, digests);
   }
 
   /** A content key holding the digest's bytes now, to make its thumbnails from; undefined when none. */

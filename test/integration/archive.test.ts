@@ -1,6 +1,8 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { crc32 } from 'node:zlib';
+import { ContentCrcRepository } from '../../shared/content/content-crc.repository';
+import { ContentCrcSweeper } from '../../shared/content/content-crc.sweeper';
 import { Api } from '../support/client';
 import { makeFolders, unzipEntries } from '../support/links';
 import { startStack, type TestStack } from '../support/stack';
@@ -65,15 +67,33 @@ test('folders come as name/..., files at the top, deleted files left out; one fo
   expect(await unzipEntries(Buffer.from(await one.arrayBuffer()))).toEqual({ 'docs/report.pdf': 'report new', 'docs/old/report.pdf': 'report old' });
 });
 
-test('content uploaded whole has its CRC-32 recorded: its entry carries it in the local header, with no descriptor', async () => {
-  const zip = Buffer.from(await (await archive([folders['docs/']!])).arrayBuffer());
+test('content of 64 KiB or more has its CRC-32 recorded as it is written: its entry carries it in the local header, with no descriptor', async () => {
+  const big = randomBytes(100 * 1024);
+  const [bigFolder] = Object.values(await makeFolders(api, ['crc/'], 100));
+  const res = await api.upload({ folderId: bigFolder }, { name: 'big.bin', content: big });
+  expect(res.status).toBe(201);
+  const zip = Buffer.from(await (await archive([res.body.id])).arrayBuffer());
   expect(zip.readUInt32LE(0)).toBe(0x04034b50);
   // Bit 11 (UTF-8 name) only: the CRC and sizes are in the header, not after the bytes.
   expect(zip.readUInt16LE(6)).toBe(0x0800);
-  expect(zip.readUInt32LE(14)).toBe(crc32('report new'));
-  expect(zip.readUInt32LE(18)).toBe(10);
-  expect(zip.subarray(30, 30 + zip.readUInt16LE(26)).toString('utf8')).toBe('docs/report.pdf');
-  expect(await unzipEntries(zip)).toEqual({ 'docs/report.pdf': 'report new', 'docs/old/report.pdf': 'report old' });
+  expect(zip.readUInt32LE(14)).toBe(crc32(big));
+  expect(zip.readUInt32LE(18)).toBe(big.length);
+  // A small file's CRC is taken as the archive reads it, and follows its bytes (bit 3).
+  const small = Buffer.from(await (await archive([files['notes.txt']!])).arrayBuffer());
+  expect(small.readUInt16LE(6)).toBe(0x0808);
+  expect(await unzipEntries(small)).toEqual({ 'notes.txt': 'notes' });
+
+  // The record goes once no file or version has those bytes any more, by the maintenance sweep.
+  const crcs = new ContentCrcRepository(stack.env.db);
+  const digest = createHash('sha256').update(big).digest('hex');
+  expect(await crcs.page(digest.slice(0, 63), 10)).toContain(digest);
+  expect((await api.delete(`/v1/files/${res.body.id}`)).status).toBe(200);
+  await new ContentCrcSweeper(crcs).sweep();
+  expect(await crcs.page(digest.slice(0, 63), 10)).toContain(digest); // in the trash, still held
+  expect((await api.delete(`/v1/trash/${res.body.id}`)).status).toBe(204);
+  const { crcsRemoved } = await new ContentCrcSweeper(crcs).sweep();
+  expect(crcsRemoved).toBeGreaterThanOrEqual(1);
+  expect(await crcs.page(digest.slice(0, 63), 10)).not.toContain(digest);
 });
 
 test('another user\'s item, a deleted one or a malformed id is 404 and sends nothing; bad lists 400; no session 401', async () => {

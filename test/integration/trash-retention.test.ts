@@ -11,6 +11,8 @@ import {
   PURGE_TRASH_JOB,
   purgeIntervalMs,
   SWEEP_THUMBNAILS_JOB,
+  SWEEP_CRC32S_JOB,
+  CRC32_SWEEP_MS,
   THUMBNAIL_SWEEP_MS,
   uploadExpirySweepMs,
 } from '../../shared/queue/maintenance.contract';
@@ -85,12 +87,13 @@ describe('with the maintenance worker in this process', () => {
     try {
       const schedulers = await queue.getJobSchedulers();
       // One scheduler per task: the trash purge, and beside it the expiry of resumable uploads and of
-      // versions, and the sweep of thumbnails whose content is gone.
+      // versions, and the sweeps of thumbnails and CRC-32s whose content is gone.
       const byKey = schedulers.map((s) => ({ key: s.key, name: s.name, every: Number(s.every) })).sort((a, b) => a.key.localeCompare(b.key));
       expect(byKey).toEqual([
         { key: EXPIRE_UPLOADS_JOB, name: EXPIRE_UPLOADS_JOB, every: uploadExpirySweepMs(env.config.uploadExpiryMs) },
         { key: EXPIRE_VERSIONS_JOB, name: EXPIRE_VERSIONS_JOB, every: purgeIntervalMs(retentionMs(env.config.versionRetentionDays)) },
         { key: PURGE_TRASH_JOB, name: PURGE_TRASH_JOB, every: 1000 },
+        { key: SWEEP_CRC32S_JOB, name: SWEEP_CRC32S_JOB, every: CRC32_SWEEP_MS },
         { key: SWEEP_THUMBNAILS_JOB, name: SWEEP_THUMBNAILS_JOB, every: THUMBNAIL_SWEEP_MS },
       ]);
       const purgeRun = async () => (await queue.getJobs(['completed'])).find((job) => job.name === PURGE_TRASH_JOB);

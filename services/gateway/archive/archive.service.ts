@@ -1,3 +1,4 @@
+import type { ContentCrcRepository } from '../../../shared/content/content-crc.repository';
 import { invalid, notFound } from '../../../shared/errors';
 import { isId } from '../../../shared/ids';
 import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
@@ -42,6 +43,7 @@ export class ArchiveService {
   constructor(
     private readonly resources: ResourceRepository,
     private readonly tree: ArchiveTree,
+    private readonly crcs: ContentCrcRepository,
   ) {}
 
   /** Every id must be an active file or folder of the caller; otherwise 404 and nothing is sent. */
@@ -64,8 +66,11 @@ export class ArchiveService {
       return { item, name };
     });
     // Files first, as a folder's own files come before its subfolders.
+    const crcs = await this.crcs.find(named.flatMap(({ item }) => (item.type === 'file' && item.contentSha256 ? [item.contentSha256] : [])));
     for (const { item, name } of named) {
-      if (item.type === 'file' && item.storageKey) yield { path: name, sizeBytes: item.sizeBytes, storageKey: item.storageKey, updatedAt: item.updatedAt };
+      if (item.type !== 'file' || !item.storageKey) continue;
+      const crc32 = item.contentSha256 ? crcs.get(item.contentSha256) : undefined;
+      yield { path: name, sizeBytes: item.sizeBytes, storageKey: item.storageKey, updatedAt: item.updatedAt, crc32 };
     }
     for (const { item, name } of named) {
       if (item.type === 'folder') yield* walkFolder(this.tree, userId, item.id, `${name}/`);

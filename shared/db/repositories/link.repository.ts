@@ -228,7 +228,7 @@ export class LinkRepository {
   async filesAfter(userId: string, folderId: string, after: { name: Buffer; id: string } | null, limit: number): Promise<(ArchiveFile & { nameKey: Buffer })[]> {
     const [rows] = (await this.db.raw(
       `SELECT r.id, r.name, r.name_key, r.size_bytes, r.storage_key, r.updated_at, c.crc32 FROM resources r
-        LEFT JOIN content_crc32 c ON c.storage_key = r.storage_key
+        LEFT JOIN content_crc32 c ON c.content_sha256 = r.content_sha256
         WHERE r.user_id = ? AND r.parent_key = ? AND r.type = 'file' AND r.alive = 1 AND r.storage_key IS NOT NULL
           ${after ? 'AND (r.name_key > ? OR (r.name_key = ? AND r.id > ?))' : ''}
         ORDER BY r.name_key, r.id LIMIT ?`,

@@ -133,7 +133,7 @@ export class LocalContentStore implements ContentStore {
       }
       await pipeline(source, meter, createWriteStream(file, { flags: 'wx', highWaterMark: WRITE_BATCH }));
       this.stagedAt.set(stagingKey, Date.now());
-      return { stagingKey, size: meter.received, sha256: meter.digest(), crc32: meter.crc32 };
+      return { stagingKey, size: meter.received, sha256: meter.digest(), crc32: meter.crc32() };
     } catch (err) {
       // The staging folder removed under a running process: made again for the next upload.
       if (isNotFound(err)) this.stagingMade = false;

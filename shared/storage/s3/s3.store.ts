@@ -109,12 +109,12 @@ export class S3ContentStore implements ContentStore, BaseCopies {
       const read = await readUpTo(meter, HELD_IN_MEMORY);
       if ('whole' in read) {
         this.held.set(stagingKey, read.whole);
-        return { stagingKey, size: meter.received, sha256: meter.digest(), crc32: meter.crc32 };
+        return { stagingKey, size: meter.received, sha256: meter.digest(), crc32: meter.crc32() };
       }
       writing = true;
       // Leaving the iteration early (a failed part) ends the reading of the meter.
       await putStreamed({ client: this.client, bucket: this.bucket, key: this.objectKey(stagingKey), partSize: PART_SIZE, partsInFlight: PARTS_IN_FLIGHT }, read.rest);
-      return { stagingKey, size: meter.received, sha256: meter.digest(), crc32: meter.crc32 };
+      return { stagingKey, size: meter.received, sha256: meter.digest(), crc32: meter.crc32() };
     } catch (err) {
       meter.destroy();
       // A PutObject or a completion that reached the bucket before the failure was seen is removed.
