@@ -1,6 +1,4 @@
-import { readdirSync } from 'node:fs';
-import os from 'node:os';
-import { IMAGE_THREAD_NICE, limitImageThreads, makeThumbnails, UnreadableImageError } from './thumbnail.maker';
+import { limitImageThreads, lowerThreads, makeThumbnails, UnreadableImageError } from './thumbnail.maker';
 
 /**
  * The process the worker makes its thumbnails' images in (image.process.ts). Every thread of it runs
@@ -10,19 +8,7 @@ import { IMAGE_THREAD_NICE, limitImageThreads, makeThumbnails, UnreadableImageEr
  * there are at start covers those started later; they are lowered again after each image all the same.
  */
 function lowerEveryThread(): void {
-  let tids: string[];
-  try {
-    tids = readdirSync('/proc/self/task');
-  } catch {
-    return;
-  }
-  for (const tid of tids) {
-    try {
-      if (os.getPriority(Number(tid)) < IMAGE_THREAD_NICE) os.setPriority(Number(tid), IMAGE_THREAD_NICE);
-    } catch {
-      // The thread ended in between.
-    }
-  }
+  lowerThreads(() => true);
 }
 
 export interface ImageRequest {

@@ -75,7 +75,11 @@ export const IMAGE_THREAD_NICE = 19;
  * lowered is left alone. Elsewhere, or without /proc, images run at the process's priority.
  */
 export function lowerImageThreadPriority(): void {
-  if (process.platform !== 'linux') return;
+  if (process.platform === 'linux') lowerThreads((tid) => readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').startsWith('libvips'));
+}
+
+/** Sets the threads of this process that `which` picks (by Linux thread id) to IMAGE_THREAD_NICE. */
+export function lowerThreads(which: (tid: string) => boolean): void {
   let tids: string[];
   try {
     tids = readdirSync('/proc/self/task');
@@ -84,7 +88,7 @@ export function lowerImageThreadPriority(): void {
   }
   for (const tid of tids) {
     try {
-      if (!readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').startsWith('libvips')) continue;
+      if (!which(tid)) continue;
       if (os.getPriority(Number(tid)) < IMAGE_THREAD_NICE) os.setPriority(Number(tid), IMAGE_THREAD_NICE);
     } catch {
       // The thread ended in between.
