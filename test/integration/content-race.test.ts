@@ -146,7 +146,15 @@ describe.each(DRIVERS)('content raced on the %s driver', (driver) => {
       await stored.plant(orphan, 'orphan');
       await stored.age([staged.stagingKey, orphan], MIN_AGE_MS + 1000);
       const committing = `${deviceId}/${newId()}.bin`;
-      await stored.store.place(staged, committing);
+      // Placed more than the local store's 10 s of freshness after its staging (as the aging above
+      // says), so that the store dates the bytes anew rather than trusting them to be recent.
+      const realNow = Date.now;
+      const later = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + MIN_AGE_MS + 11_000);
+      try {
+        await stored.store.place(staged, committing);
+      } finally {
+        later.mockRestore();
+      }
 
       const report = await fsck();
 
