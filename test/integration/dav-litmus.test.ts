@@ -23,8 +23,9 @@ describe('WebDAV conformance (litmus)', () => {
 
   test('litmus passes every test of basic, copymove, props, locks and http', async () => {
     const password = await createAppPassword(stack.admin, 'litmus');
-    // litmus writes debug.log into its working directory.
-    const { code, output } = await run('litmus', [`${stack.gateway.baseUrl}/dav/`, 'admin', password.password], { TESTS: 'basic copymove props locks http' }, workdir);
+    // litmus writes debug.log into its working directory. `--`: a password may begin with '-', which
+    // the test programs' option parser would otherwise take for an option.
+    const { code, output } = await run('litmus', ['--', `${stack.gateway.baseUrl}/dav/`, 'admin', password.password], { TESTS: 'basic copymove props locks http' }, workdir);
     const summaries = [...output.matchAll(/summary for `(\w+)': of (\d+) tests run: (\d+) passed, (\d+) failed/g)].map((m) => ({
       group: m[1],
       run: Number(m[2]),
