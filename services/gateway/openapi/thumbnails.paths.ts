@@ -13,9 +13,10 @@ export const thumbnailPaths = {
       description: [
         'Images (JPEG, PNG, WebP, GIF, AVIF, and HEIC where the image library reads it) get thumbnails made by the',
         'workers from their content, as background jobs (the `thumbnails` queue on the dashboard), stored once per',
-        'content: files with the same bytes share them, and they are not counted in the quota. Sizes 64, 128, 256, 512',
-        'and 1024 are stored; the answer is the largest not above `size`, so it is at most `size` pixels on its longer',
-        'side (an image smaller than that is never enlarged). 404 while there is none: the file is not an image, its',
+        'content: files with the same bytes share them, and they are not counted in the quota. Sizes 64, 128 and 256',
+        'are made after the upload, 512 and 1024 when first asked for; the answer is the largest stored not above',
+        '`size`, so it is at most `size` pixels on its longer side (an image smaller than that is never enlarged), and',
+        'while a larger one is being made it is the 256 with `Cache-Control: no-store`. 404 while there is none: the file is not an image, its',
         'thumbnail is not made yet (asking enqueues it again if its job was lost), or the image cannot be read. The',
         'ETag names the content’s SHA-256 and the stored size; `If-None-Match` with it answers 304.',
       ].join(' '),
@@ -30,7 +31,7 @@ export const thumbnailPaths = {
           description: 'the thumbnail',
           headers: {
             ETag: { description: '`"<sha256>-<stored size>"`', schema: { type: 'string' } },
-            'Cache-Control': { description: '`private, max-age=60`', schema: { type: 'string' } },
+            'Cache-Control': { description: '`private, max-age=60`; `no-store` when a larger size is still being made', schema: { type: 'string' } },
             'X-Content-Type-Options': { description: '`nosniff`', schema: { type: 'string' } },
           },
           content: { 'image/webp': { schema: { type: 'string', contentMediaType: 'image/webp' } } },
