@@ -3,8 +3,12 @@ import { Transform } from 'node:stream';
 import { crc32 } from 'node:zlib';
 import { tooLarge } from '../errors';
 
-/** Content up to this size has its CRC-32 taken as it is staged. */
-export const CRC32_MAX_BYTES = 16 * 1024 * 1024;
+/**
+ * Content up to this size has its CRC-32 taken as it is staged: the files an archive reads whole
+ * (services/gateway/archive/ahead.memory.ts, CHUNK). A larger upload stops taking it after this many
+ * bytes, so it costs at most this much CRC work.
+ */
+export const CRC32_MAX_BYTES = 1024 * 1024;
 
 /**
  * Counts and hashes the bytes that pass; more than `maxBytes` fails the stream with FILE_TOO_LARGE.
@@ -33,8 +37,8 @@ export class HashMeter extends Transform {
 
   /**
    * The CRC-32 of everything that passed, for content up to CRC32_MAX_BYTES (a ZIP of it then needs
-   * no pass over its bytes); undefined beyond, where it would add a tenth to the hashing of a large
-   * upload for archives, which stream large files anyway.
+   * no pass over its bytes); undefined beyond: archives stream larger files, and the pass would add a
+   * tenth to the hashing of every large upload.
    */
   crc32(): number | undefined {
     return this.received <= CRC32_MAX_BYTES ? this.crc : undefined;
