@@ -12,19 +12,35 @@ export interface LocalEntry {
   size: number;
   mtimeMs: number;
   ino: number;
-  /** Read within MTIME_TICK_MS of the mtime: a write in the same tick would leave size and mtime as they are. */
+  /** Read within its file system's mtime step of the mtime (`mtimeStep`): a write in the same step would leave size and mtime as they are. */
   racy: boolean;
 }
 
 /**
- * The coarsest mtime step of a file system a folder may be on (FAT: 2 s; exFAT through FUSE, HFS+:
- * 1 s). A file's size and mtime vouch for its bytes only when they were read at least this long
- * after the mtime; otherwise the file is hashed again on the next pass.
+ * The coarsest mtime step of a file system a folder may be on (FAT: 2 s; HFS+, exFAT through some
+ * FUSE drivers: 1 s). Such file systems only ever record whole seconds.
  */
 export const MTIME_TICK_MS = 2000;
 
-/** Whether an mtime read at `readAt` (taken before the stat) may not change for a write after it. */
-export const isRacy = (mtimeMs: number, readAt: number) => mtimeMs > readAt - MTIME_TICK_MS;
+/**
+ * The step of a file system that records fractions of a second (ext4, XFS, Btrfs, APFS, NTFS: 100 ns
+ * or finer; exFAT: 10 ms), bounded by the kernel's coarse clock that stamps writes (a few ms), with
+ * room for the two clocks to differ.
+ */
+export const FINE_MTIME_TICK_MS = 100;
+
+/**
+ * The mtime step to assume for an mtime: one in whole seconds may come from a file system that keeps
+ * nothing finer, so it gets the coarsest step; a fraction proves a fine one. A fine file system's
+ * mtime falls on a whole second once in a thousand files, which then only costs a hash.
+ */
+export const mtimeStep = (mtimeMs: number) => (mtimeMs % 1000 === 0 ? MTIME_TICK_MS : FINE_MTIME_TICK_MS);
+
+/**
+ * Whether an mtime read at `readAt` (taken before the stat) may not change for a write after it:
+ * such a file's size and mtime do not vouch for its bytes, and it is hashed again on a later pass.
+ */
+export const isRacy = (mtimeMs: number, readAt: number) => mtimeMs > readAt - mtimeStep(mtimeMs);
 
 export interface LocalScan {
   entries: Map<string, LocalEntry>;
