@@ -53,9 +53,11 @@ export function summarizeProfile(profile: CpuProfile) {
   return { wallMs: (profile.endTime - profile.startTime) / 1000, busyMs: busy / 1000, idleMs: idle / 1000, categories: top(categories, 12), functions: top(functions, 15) };
 }
 
-/** Summaries of every profile --cpu-prof wrote into `dir` (the gateway's and the worker's). */
+/** Summaries of every profile --cpu-prof wrote under `dir` (each thread of the gateway's and the worker's). */
 export async function summarizeProfiles(dir: string): Promise<{ markdown: string; data: unknown } | undefined> {
-  const files = (await fs.readdir(dir).catch(() => [] as string[])).filter((f) => f.endsWith('.cpuprofile'));
+  // Each process's profiles are in a folder named after it (stack.ts), one per thread.
+  const entries = await fs.readdir(dir, { recursive: true }).catch(() => [] as string[]);
+  const files = entries.filter((f) => f.endsWith('.cpuprofile'));
   if (files.length === 0) return undefined;
   const parts: string[] = ['### CPU profiles (self time, idle excluded)'];
   const data: Record<string, unknown> = {};

@@ -2,6 +2,7 @@ import { bullPrefix, connectRedis, parseClusterNodes } from '../../shared/redis/
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { Queue } from 'bullmq';
 import IORedis from 'ioredis';
 import { createDb, type Db } from '../../shared/db/knex';
@@ -116,7 +117,8 @@ export class BenchStack {
    * whatever is still running, a process still starting included.
    */
   async launch(kind: ServiceKind, name: string, env: Record<string, string>, ready: () => Promise<boolean>): Promise<ServiceProcess> {
-    const nodeArgs = this.options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${this.options.cpuProfDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+    // A folder per process: every thread of it (reading threads, chunk cutters) writes a profile of its own there.
+    const nodeArgs = this.options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(this.options.cpuProfDir, name)}`] : [];
     const proc = new ServiceProcess(kind, { name: `the ${name}`, env: { ...this.env(), ...env }, nodeArgs, keepOutput: 20_000 });
     this.launched.push(proc);
     return proc.start(ready, 60_000);
