@@ -18,9 +18,16 @@ export const RESUMABLE_THRESHOLD = 8 * 1024 * 1024;
 /** Bytes gathered before one write: a few large writes instead of one per piece the network hands over. */
 const WRITE_BATCH = 1024 * 1024;
 
+/** The pieces in one gathered write (no copy into one buffer first), the rest again after a short write. */
 async function writeAll(handle: FileHandle, pieces: Buffer[]): Promise<void> {
-  const bytes = pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces);
-  for (let at = 0; at < bytes.length; ) at += (await handle.write(bytes, at, bytes.length - at)).bytesWritten;
+  let rest = pieces;
+  while (rest.length > 0) {
+    let n = (await handle.writev(rest)).bytesWritten;
+    let i = 0;
+    while (i < rest.length && n >= rest[i]!.length) n -= rest[i++]!.length;
+    rest = rest.slice(i);
+    if (n > 0) rest[0] = rest[0]!.subarray(n);
+  }
 }
 
 /**
