@@ -10,6 +10,8 @@ import { ZipEncoder, type ZipOptions } from './zip.format';
  * takes as long as writing hundreds of small files, so few of them, each asked for a page ahead.
  */
 const PAGE = 1000;
+/** A folder's first page: small, so its first bytes leave while the next, full page is read. */
+const FIRST_PAGE = 64;
 /** Bytes queued on the response beyond which the writer waits for it to drain. */
 const HELD_BYTES = 10 * 1024 * 1024;
 
@@ -45,11 +47,14 @@ export async function* walkFolder(links: ArchiveTree, userId: string, rootId: st
   while (folders.length > 0) {
     const { id, prefix } = folders.pop()!;
     // The next page is asked for as soon as a full one arrives, so its query overlaps the writing.
-    let next: ReturnType<ArchiveTree['filesAfter']> | undefined = links.filesAfter(userId, id, null, PAGE);
+    let limit = FIRST_PAGE;
+    let next: ReturnType<ArchiveTree['filesAfter']> | undefined = links.filesAfter(userId, id, null, limit);
     while (next) {
       const page: (ArchiveFile & { nameKey: Buffer })[] = await next;
       const last = page[page.length - 1];
-      next = page.length === PAGE ? links.filesAfter(userId, id, { name: last!.nameKey, id: last!.id }, PAGE) : undefined;
+      const full = page.length === limit;
+      limit = PAGE;
+      next = full ? links.filesAfter(userId, id, { name: last!.nameKey, id: last!.id }, limit) : undefined;
       // A walk stopped early still settles the query it started.
       next?.catch(() => undefined);
       for (const file of page) yield { sizeBytes: file.sizeBytes, storageKey: file.storageKey, updatedAt: file.updatedAt, crc32: file.crc32, path: prefix + segment(file.name) };
