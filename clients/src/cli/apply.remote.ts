@@ -126,7 +126,7 @@ async function applyChanges(
         const back = rn.type === 'folder' && !live.has(id) && unseen.has(id) && !matched.unknown.has(id) && live.has(rn.parentId);
         if (!back) continue;
         const target = join(ctx.dir, live.disk(rn.parentId)!, rn.name);
-        if (await exists(target)) continue;
+        if (live.childNamed(rn.parentId, rn.name) !== undefined || (await exists(target))) continue;
         await fs.mkdir(target);
         live.set(id, rn.parentId, rn.name, 'folder');
         j.putBase(toBase(rn, await statOf(target)));
@@ -174,7 +174,10 @@ async function applyChanges(
             continue;
           }
           if (mine === b.sha256 && rn.sha256) {
-            if (await download(rn, target, entry, { path: target, sha256: b.sha256 })) actions++;
+            // The new bytes replace the file where it is: under its own spelling on disk (an NFD name
+            // stays NFD), never beside it under the NFC one, which would make two files of one name.
+            const at = full(id);
+            if (await download(rn, at, entry, { path: at, sha256: b.sha256 })) actions++;
             continue;
           }
           if (!rn.sha256) continue;
@@ -229,9 +232,9 @@ async function applyChanges(
             mine.entry.type === rn.type &&
             (rn.type === 'folder' || (rn.sha256 === '' ? entry.size === 0 : (await localSha(ctx, entry, undefined)) === rn.sha256));
           if (same) {
-            // Created on both sides alike: linked, nothing copied.
+            // Created on both sides alike: linked, nothing copied (the local spelling of its name stays).
             live.rekey(sameName, id);
-            j.putBase(toBase(rn, await statOf(target)));
+            j.putBase(toBase(rn, await statOf(full(id))));
             actions++;
             continue;
           }

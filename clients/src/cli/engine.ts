@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { Change } from '../../../shared/protocol';
 import { applyRemote } from './apply.remote';
-import type { SyncContext } from './context';
+import { statOf, type SyncContext } from './context';
 import { STATE_DIR, type BaseNode, type RemoteNode } from './journal';
 import { matchLocal, relinkMoved, type Matched } from './match';
 import { unparkAll } from './parking';
@@ -43,12 +43,25 @@ export async function pull(ctx: SyncContext): Promise<number> {
   }
 }
 
-/** Two local names equal after NFC: the second is renamed to a conflicted copy before anything else. */
+/**
+ * Two local names equal after NFC: one is renamed to a conflicted copy before anything else. Of two
+ * files, the one the journal knows (by inode) keeps the name, so that the synced file keeps its id
+ * and its edits, and the newcomer is the copy; otherwise the second in name order is the copy.
+ */
 async function separateClashes(ctx: SyncContext, scan: LocalScan): Promise<boolean> {
-  for (const e of scan.clashes) {
+  const known = scan.stableInodes ? new Set([...ctx.journal.base().values()].map((b) => b.ino)) : new Set<number>();
+  for (const clash of scan.clashes) {
+    let e = clash;
+    const first = scan.entries.get(clash.path);
+    if (first && first.type === 'file' && clash.type === 'file' && known.has(clash.ino) && !known.has(first.ino)) {
+      scan.entries.set(clash.path, clash);
+      e = first;
+    }
     const copy = conflictedName(baseName(e.path), ctx.session.deviceName);
     const parent = parentOf(e.disk);
     const to = parent ? `${parent}/${copy}` : copy;
+    // A copy made in the same second under the same name is not replaced: this one waits a pass.
+    if ((await statOf(join(ctx.dir, to))) !== undefined) continue;
     await fs.rename(join(ctx.dir, e.disk), join(ctx.dir, to));
     ctx.reporter.line(`conflict: kept ${e.path} as ${to.normalize('NFC')}`);
     ctx.journal.addConflict(to.normalize('NFC'));

@@ -29,7 +29,7 @@ export async function unparkAll(dir: string, base: Map<string, BaseNode>, device
   for (const id of names) {
     // Only what `park` put there: a node named by an id.
     if (!isSafeId(id)) continue;
-    const wanted = places.get(id) ?? pathIn(base, id) ?? id;
+    const wanted = await spelledOnDisk(dir, places.get(id) ?? pathIn(base, id) ?? id);
     let to = wanted;
     if ((await statOf(join(dir, parentOf(to)))) === undefined) to = wanted.slice(wanted.lastIndexOf('/') + 1);
     if ((await statOf(join(dir, to))) !== undefined) {
@@ -41,4 +41,19 @@ export async function unparkAll(dir: string, base: Map<string, BaseNode>, device
     restored.push(to);
   }
   return restored;
+}
+
+/**
+ * A path (the journal's NFC form) as the disk spells it: each part that exists there under another
+ * spelling of the same name (an NFD folder) takes that one, so that a node goes back into the folder
+ * it came from and a sibling spelled otherwise counts as taking its name.
+ */
+async function spelledOnDisk(dir: string, path: string): Promise<string> {
+  let at = '';
+  for (const part of path.split('/')) {
+    const names = await fs.readdir(join(dir, at)).catch(() => [] as string[]);
+    const found = names.includes(part) ? part : names.find((n) => n.normalize('NFC') === part.normalize('NFC'));
+    at = at ? `${at}/${found ?? part}` : found ?? part;
+  }
+  return at;
 }
