@@ -1,9 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { FilesyncClient } from '../../clients/src/sdk';
+import type { TestStack } from '../support/stack';
 
 /**
  * The command as `npx filesync` runs it (built by `npm run build`, which `npm test` runs first), or
@@ -110,4 +111,22 @@ export function seeded(seed: number) {
     pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!,
     chance: (p: number) => next() < p,
   };
+}
+
+/** A new account on the stack, signed in through the SDK, and the environment that runs the command as one of its devices. */
+export async function cliAccount(stack: TestStack, prefix: string) {
+  const username = `${prefix}${randomBytes(4).toString('hex')}`;
+  const password = `${prefix}-password-1`;
+  await stack.admin.post('/v1/users', { username, password });
+  const api = new FilesyncClient({ server: stack.gateway.baseUrl });
+  await api.login({ username, password, deviceId: (await api.registerDevice({ name: 'api' })).id });
+  const env = (device: string) => ({ FILESYNC_SERVER: stack.gateway.baseUrl, FILESYNC_USERNAME: username, FILESYNC_PASSWORD: password, FILESYNC_DEVICE_NAME: device });
+  return { api, env };
+}
+
+/** `sync DIR --once`, which must end in sync (exit 0) and print nothing on stderr. */
+export async function syncOnceOk(dir: string, env: Record<string, string>): Promise<CliResult> {
+  const res = await runCli(['sync', dir, '--once'], env);
+  expect({ code: res.code, stderr: res.stderr }).toEqual({ code: 0, stderr: '' });
+  return res;
 }

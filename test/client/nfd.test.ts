@@ -1,9 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { FilesyncClient } from '../../clients/src/sdk';
 import { startStack, type TestStack } from '../support/stack';
-import { readTree, runCli, serverTree, sha256, sorted, tempDir } from './cli.support';
+import { cliAccount, readTree, serverTree, sha256, sorted, syncOnceOk, tempDir } from './cli.support';
 
 /**
  * docs/CLIENT.md guarantees 1 and 6 for names a disk holds decomposed (NFD, as macOS hands them out)
@@ -18,21 +16,8 @@ afterAll(async () => {
   await stack.close();
 });
 
-async function account() {
-  const username = `nfd${randomBytes(4).toString('hex')}`;
-  const password = 'nfd-password-1';
-  await stack.admin.post('/v1/users', { username, password });
-  const api = new FilesyncClient({ server: stack.gateway.baseUrl });
-  await api.login({ username, password, deviceId: (await api.registerDevice({ name: 'api' })).id });
-  const env = (device: string) => ({ FILESYNC_SERVER: stack.gateway.baseUrl, FILESYNC_USERNAME: username, FILESYNC_PASSWORD: password, FILESYNC_DEVICE_NAME: device });
-  return { api, env };
-}
-
-const once = async (dir: string, env: Record<string, string>) => {
-  const res = await runCli(['sync', dir, '--once'], env);
-  expect({ code: res.code, stderr: res.stderr }).toEqual({ code: 0, stderr: '' });
-  return res;
-};
+const account = () => cliAccount(stack, 'nfd');
+const once = syncOnceOk;
 
 /** The names in a folder as the disk spells them, the state folder left out. */
 const spelled = async (dir: string) => (await fs.readdir(dir)).filter((n) => n !== '.filesync').sort();

@@ -3,7 +3,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { FilesyncClient } from '../../clients/src/sdk';
 import { startStack, type TestStack } from '../support/stack';
-import { readTree, runCli, serverTree, sorted, tempDir } from './cli.support';
+import { cliAccount, readTree, serverTree, sorted, syncOnceOk, tempDir } from './cli.support';
 
 /** docs/CLIENT.md guarantees 1 and 5 for renames that swap names, and files created on the server without content. */
 let stack: TestStack;
@@ -14,21 +14,8 @@ afterAll(async () => {
   await stack.close();
 });
 
-async function account() {
-  const username = `swap${randomBytes(4).toString('hex')}`;
-  const password = 'swap-password-1';
-  await stack.admin.post('/v1/users', { username, password });
-  const api = new FilesyncClient({ server: stack.gateway.baseUrl });
-  await api.login({ username, password, deviceId: (await api.registerDevice({ name: 'api' })).id });
-  const env = (device: string) => ({ FILESYNC_SERVER: stack.gateway.baseUrl, FILESYNC_USERNAME: username, FILESYNC_PASSWORD: password, FILESYNC_DEVICE_NAME: device });
-  return { api, env };
-}
-
-const once = async (dir: string, env: Record<string, string>) => {
-  const res = await runCli(['sync', dir, '--once'], env);
-  expect({ code: res.code, stderr: res.stderr }).toEqual({ code: 0, stderr: '' });
-  return res;
-};
+const account = () => cliAccount(stack, 'swap');
+const once = syncOnceOk;
 
 const idsByName = async (api: FilesyncClient) => new Map((await api.listFiles({ limit: 100 })).items.map((f) => [f.name, f.id]));
 
