@@ -25,6 +25,12 @@ export interface ContentStore {
    * not from when its bytes were received.
    */
   place(staged: StagedContent, key: string): Promise<void>;
+  /**
+   * Writes small bytes the service made itself (thumbnails) under `key` in one step, replacing
+   * whatever the key held; a reader sees the old bytes or the new, whole. Unlike `stage` + `place`
+   * nothing is hashed or counted: the caller made the bytes and names their key itself.
+   */
+  write(key: string, bytes: Buffer): Promise<void>;
   /** Drops a staged entry that will not be placed; nothing happens when it is gone already. */
   discard(staged: StagedContent): Promise<void>;
   /**

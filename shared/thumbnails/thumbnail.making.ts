@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import { UnrecoverableError } from 'bullmq';
 import type { ThumbnailJobData, ThumbnailJobResult } from '../queue/thumbnail.contract';
 import { ContentNotFoundError, type ContentStore } from '../storage/content.store';
@@ -76,11 +75,9 @@ export class ThumbnailMaking {
     }
   }
 
+  /** Each image in one write: bytes made here need neither the upload's hashing nor its staging. */
   private async put(sha256: string, images: Map<number, Buffer>): Promise<void> {
-    for (const [size, image] of images) {
-      const staged = await this.store.stage(Readable.from([image]), { maxBytes: image.length });
-      await this.store.place(staged, thumbnailKey(sha256, size));
-    }
+    await Promise.all([...images].map(([size, image]) => this.store.write(thumbnailKey(sha256, size), image)));
   }
 
   private async allStored(sha256: string, sizes: readonly number[]): Promise<boolean> {

@@ -138,6 +138,13 @@ export class S3ContentStore implements ContentStore, BaseCopies {
     await this.deleteObject(from);
   }
 
+  /** One PutObject: S3 replaces an object whole. The HEAD known of the key is dropped, since the key is written again. */
+  async write(key: string, bytes: Buffer): Promise<void> {
+    const objectKey = this.objectKey(key);
+    this.reads.forget(objectKey);
+    await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: objectKey, Body: bytes, ContentLength: bytes.length }));
+  }
+
   /** Content made of ranges of the content of `baseKey` and new bytes, the long ranges copied in the bucket (s3.base-copy.ts). */
   stageFromBase(baseKey: string, options: StageOptions): BaseCopyStaging {
     const base = this.objectKey(baseKey);
