@@ -79,7 +79,7 @@ export async function openWorker(options: WorkerOptions): Promise<OpenWorker> {
       : metrics.recordApplied;
     const sync = await startSyncWorkers(config, db, logger, recorded);
     const maintenance = options.maintenance === false ? undefined : await startMaintenance(config, db, logger, store);
-    const thumbnails = await startThumbnails(config, db, logger, store);
+    const thumbnails = await startThumbnails(config, db, logger, store, options.store !== undefined);
     const chunkLists = await startChunkLists(config, db, logger, store);
     metrics.observe(sync.workers);
     const port = options.monitoringPort === undefined ? config.workerPort : options.monitoringPort;

@@ -9,21 +9,51 @@ import { ImageProcess } from '../../shared/thumbnails/image.process';
 import { limitImageThreads } from '../../shared/thumbnails/thumbnail.maker';
 import { ThumbnailMaking } from '../../shared/thumbnails/thumbnail.making';
 import { ThumbnailRepository } from '../../shared/thumbnails/thumbnail.repository';
+import { ThumbnailProcess } from './thumbnail.process';
 
 export interface ThumbnailWorkers {
-  worker: Worker<ThumbnailJobData, ThumbnailJobResult>;
   close(): Promise<void>;
 }
 
+type MakeImages = ConstructorParameters<typeof ThumbnailMaking>[2];
+
 /**
- * Consumes the thumbnail queue: THUMBNAIL_CONCURRENCY jobs at once per worker, each decoding on one
- * libvips thread, so thumbnails take at most that many cores from the sync batches beside them. The
- * images are made in a process of their own at nice 19 (image.process.ts) where it is built.
+ * Consumes the thumbnail queue. Where it is built, in a process of its own whose every thread runs at
+ * nice 19 (thumbnail.child.ts), so that no part of a job (queue, SQL, store, images) competes with the
+ * uploads and sync batches at their priority. In this process otherwise: under ts-jest (the sources
+ * run, the child has no compiled file), or when the caller passed its own store (`ownStore`), which a
+ * process of its own could not use.
  */
-export async function startThumbnails(config: Config, db: Db, logger: Logger, store: ContentStore): Promise<ThumbnailWorkers> {
+export async function startThumbnails(config: Config, db: Db, logger: Logger, store: ContentStore, ownStore: boolean): Promise<ThumbnailWorkers> {
+  const child = ownStore ? undefined : ThumbnailProcess.create(logger);
+  if (child) {
+    await child.start();
+    return { close: () => child.close() };
+  }
   limitImageThreads();
   const images = ImageProcess.create();
-  const making = new ThumbnailMaking(store, new ThumbnailRepository(db), images ? (source, sizes) => images.make(source, sizes) : undefined);
+  const worker = await consumeThumbnails(config, db, logger, store, images && ((source, sizes) => images.make(source, sizes)));
+  return {
+    close: async () => {
+      await worker.close();
+      await images?.close();
+    },
+  };
+}
+
+/**
+ * THUMBNAIL_CONCURRENCY jobs at once, each decoding on one libvips thread, so thumbnails take at most
+ * that many cores from the sync batches beside them. `makeImages` makes the images (in this process
+ * when undefined).
+ */
+export async function consumeThumbnails(
+  config: Config,
+  db: Db,
+  logger: Logger,
+  store: ContentStore,
+  makeImages?: MakeImages,
+): Promise<Worker<ThumbnailJobData, ThumbnailJobResult>> {
+  const making = new ThumbnailMaking(store, new ThumbnailRepository(db), makeImages);
   const connection = connectRedis(config, 'blocking');
   const worker = closingWith(
     new Worker<ThumbnailJobData, ThumbnailJobResult>(
@@ -42,11 +72,5 @@ export async function startThumbnails(config: Config, db: Db, logger: Logger, st
   worker.on('failed', (job, err) => logger.info({ jobId: job?.id, err: err.message }, 'thumbnail job failed'));
   worker.on('error', (err) => logger.warn({ err: err.message }, 'thumbnail worker connection error'));
   await worker.waitUntilReady();
-  return {
-    worker,
-    close: async () => {
-      await worker.close();
-      await images?.close();
-    },
-  };
+  return worker;
 }

@@ -75,7 +75,9 @@ export const IMAGE_THREAD_NICE = 19;
  * lowered is left alone. Elsewhere, or without /proc, images run at the process's priority.
  */
 export function lowerImageThreadPriority(): void {
-  if (process.platform === 'linux') lowerThreads((tid) => readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').startsWith('libvips'));
+  // A thread starts at the nice value of the thread that starts it: where this one runs at the lowest
+  // priority already (the thumbnail process lowers all of its threads at start), so do the others.
+  if (process.platform === 'linux' && os.getPriority() < IMAGE_THREAD_NICE) lowerThreads((tid) => readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').startsWith('libvips'));
 }
 
 /** Sets the threads of this process that `which` picks (by Linux thread id) to IMAGE_THREAD_NICE. */
