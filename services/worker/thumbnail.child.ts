@@ -10,15 +10,12 @@ import { workerSession } from './worker.session';
 
 /**
  * The worker's thumbnail consumer as a process of its own (started by thumbnail.process.ts): the
- * BullMQ worker of the thumbnail queue, its pool and content store, and the images made here. Every
- * thread runs at nice 19, the main thread included, so a job's queue calls, SQL, store writes and
- * images all take only what the uploads and sync batches leave of the cores. Linux keeps a nice value
- * per thread and a thread starts at that of the thread that starts it: lowering the threads there are
- * now covers libuv's and libvips' threads started later. Its configuration is the worker's
- * environment; it logs through the worker's logger format, on the same output.
+ * BullMQ worker of the thumbnail queue, its pool and content store, and the images made here. Once
+ * it consumes the queue every thread runs at nice 19, the main thread included, so a job's queue
+ * calls, SQL, store writes and images all take only what the uploads and sync batches leave of the
+ * cores. Its configuration is the worker's environment; it logs through the worker's logger format,
+ * on the same output.
  */
-if (process.platform === 'linux') lowerThreads(() => true);
-
 const config = loadConfig(process.env, 'worker');
 const logger = createLogger('worker', config.logLevel);
 // One connection per job in progress, under the worker's session limits.
@@ -56,6 +53,11 @@ process.on('SIGTERM', () => undefined);
 (async () => {
   limitImageThreads();
   worker = await consumeThumbnails(config, db, logger, createContentStore(config));
+  // Only now: the start-up (modules, connections) at nice 19 would hold up the worker's own start on
+  // a busy machine, which waits for this one. Linux keeps a nice value per thread and a thread starts
+  // at that of the thread that starts it, so lowering the threads there are covers libuv's and
+  // libvips' started later. A job taken in the moment before runs on, lowered.
+  if (process.platform === 'linux') lowerThreads(() => true);
   if (closing) return;
   process.send?.(THUMBNAIL_PROCESS_READY);
 })().catch((err: unknown) => {
