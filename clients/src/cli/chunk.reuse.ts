@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, promises as fs } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { CHUNKING, ContentChunker, type ContentChunk } from '../../../shared/protocol/chunking';
+import { SequentialReader } from './sequential.reader';
 
 /** The SHA-256 of a whole file, and its size, in one read. */
 export async function sha256OfFile(path: string, signal?: AbortSignal): Promise<{ sha256: string; size: number }> {
@@ -68,16 +69,8 @@ export async function chunkFileAgainst(path: string, base: ContentChunk[]): Prom
     const last = base[base.length - 1];
     const whole = createHash('sha256');
     const chunks: ContentChunk[] = [];
-    const buf = Buffer.allocUnsafe(CHUNKING.maxBytes);
-    const readAt = async (offset: number, length: number) => {
-      let got = 0;
-      while (got < length) {
-        const { bytesRead } = await fd.read(buf, got, length - got, offset + got);
-        if (bytesRead === 0) break;
-        got += bytesRead;
-      }
-      return buf.subarray(0, got);
-    };
+    const reader = new SequentialReader(fd, size, CHUNKING.maxBytes);
+    const readAt = (offset: number, length: number) => reader.view(offset, length);
     let shift = 0;
     for (let at = 0; at < size; ) {
       let expected = byStart.get(at - shift);
@@ -103,6 +96,7 @@ export async function chunkFileAgainst(path: string, base: ContentChunk[]): Prom
       if (same) shift = chunk.offset - same.offset;
       at += cut.length;
     }
+    await reader.settle();
     return { chunks, sha256: threaded ? await threaded : whole.digest('hex'), size };
   } finally {
     await fd.close();
