@@ -1,9 +1,9 @@
-import { read } from 'node:fs';
+import { closeSync, open, read } from 'node:fs';
 import type { Writable } from 'node:stream';
 
 /*
- * The local driver's pool of read buffers, reused from download to download, and the copy from a
- * file descriptor to a stream that reads through them.
+ * The local driver's pool of read buffers, reused from download to download, the copy from a file
+ * descriptor to a stream that reads through them, and the calls its read streams make.
  */
 
 /** Buffers kept for the next download once their bytes have left; more are allocated when needed. */
@@ -91,3 +91,22 @@ export async function writeDescriptor(fd: number, dest: Writable, start: number,
     throw err;
   }
 }
+
+/**
+ * The calls a read stream makes on a descriptor, with its close made at once: closing a descriptor
+ * opened for reading writes nothing back and does not wait for the disk, and a trip through libuv's
+ * thread pool (a hand-over to a pool thread and back) costs more than the call. Reads stay in the pool.
+ */
+export const READ_FS = {
+  open,
+  read,
+  close: (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => {
+    try {
+      closeSync(fd);
+    } catch (err) {
+      done(err as NodeJS.ErrnoException);
+      return;
+    }
+    done(null);
+  },
+};

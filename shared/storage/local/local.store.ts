@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { close, closeSync, createReadStream, createWriteStream, fstatSync, open, promises as fs, read, writeFile } from 'node:fs';
 import { promisify } from 'node:util';
 import path from 'node:path';
@@ -17,13 +16,14 @@ import {
   type StoredObject,
   type UploadGone,
 } from '../content.store';
+import type { BaseCopies, BaseCopyStaging } from '../base-copy';
 import { HashMeter } from '../hash.meter';
-import { writeDescriptor } from './buffer.pool';
+import { READ_FS, writeDescriptor } from './buffer.pool';
+import { isComposite, openComposite, readComposite, removeComposite, statComposite } from './composite';
+import { CompositeStaging } from './composite.staging';
+import { claimMarker, readMarker } from './store.marker';
 import { LocalTusStore, TUS_PREFIX } from './tus.file-store';
 import { WholeReader } from './whole.reader';
-
-/** The marker file, at the top of the folder, where fsck never looks for content. */
-export const MARKER_FILE = '.filesync-store';
 
 /**
  * Folders that hold bytes no resource points at by design (resumable uploads in progress, and the
@@ -57,25 +57,6 @@ const closeFd = promisify(close);
 const readAt = (fd: number, buf: Buffer, position: number) =>
   new Promise<number>((resolve, reject) => read(fd, buf, 0, buf.length, position, (err, n) => (err ? reject(err) : resolve(n))));
 
-/**
- * The calls a read stream makes on a descriptor, with its close made at once: closing a descriptor
- * opened for reading writes nothing back and does not wait for the disk, and a trip through libuv's
- * thread pool (a hand-over to a pool thread and back) costs more than the call. Reads stay in the pool.
- */
-const READ_FS = {
-  open,
-  read,
-  close: (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => {
-    try {
-      closeSync(fd);
-    } catch (err) {
-      done(err as NodeJS.ErrnoException);
-      return;
-    }
-    done(null);
-  },
-};
-
 /** A new file's bytes in one call of the callback API, which costs less than a FileHandle's. */
 const writeWhole = (file: string, bytes: Buffer) => new Promise<void>((resolve, reject) => writeFile(file, bytes, { flag: 'wx' }, (err) => (err ? reject(err) : resolve())));
 
@@ -97,7 +78,7 @@ async function renameInto(from: string, to: string): Promise<void> {
  * class is the only place that joins UPLOAD_DIR with a key, and it refuses any key that would leave it.
  * Staging and resumable uploads live in folders of the same file system, so `place` is a rename.
  */
-export class LocalContentStore implements ContentStore {
+export class LocalContentStore implements ContentStore, BaseCopies {
   readonly root: string;
   private tus: LocalTusStore | undefined;
   /** Whether this process has made (or found) the staging folder, which every upload's bytes enter. */
@@ -156,6 +137,12 @@ export class LocalContentStore implements ContentStore {
     }
   }
 
+  /** Content made of ranges of the content of `baseKey` and new bytes, the long ranges linked rather than written (composite.staging.ts). */
+  stageFromBase(baseKey: string, options: StageOptions): BaseCopyStaging {
+    const stagingKey = `${STAGING_PREFIX}${newId()}.dir`;
+    return new CompositeStaging({ stagingKey, dir: this.pathOf(stagingKey), baseKey, basePath: this.pathOf(baseKey), maxBytes: options.maxBytes, plain: (source) => this.stage(source, options) });
+  }
+
   /** Runs inside the owner's transaction, with the owner's row locked: a rename (renameInto), rarely more. */
   async place(staged: StagedContent, key: string): Promise<void> {
     const from = this.stagedPath(staged.stagingKey);
@@ -189,7 +176,7 @@ export class LocalContentStore implements ContentStore {
 
   async discard(staged: StagedContent): Promise<void> {
     this.stagedAt.delete(staged.stagingKey);
-    await fs.rm(this.stagedPath(staged.stagingKey), { force: true });
+    await fs.rm(this.stagedPath(staged.stagingKey), { force: true, recursive: staged.stagingKey.endsWith('.dir') });
   }
 
   async open(key: string): Promise<ContentHandle> {
@@ -201,6 +188,10 @@ export class LocalContentStore implements ContentStore {
       // like the close above, rather than through the thread pool, which would add a hand-over to the
       // wait before the first byte.
       const stat = fstatSync(fd);
+      if (stat.isDirectory()) {
+        closeSync(fd);
+        return await openComposite(this.pathOf(key), key);
+      }
       if (!stat.isFile()) throw new ContentNotFoundError(key);
       return {
         size: stat.size,
@@ -226,12 +217,20 @@ export class LocalContentStore implements ContentStore {
 
   async readWhole(items: { key: string; into: Buffer; crc32: boolean }[]): Promise<({ size: number; read: number; crc32?: number } | Error)[]> {
     const results = await this.whole.read(items.map(({ key, into, crc32 }) => ({ file: this.pathOf(key), into, crc32 })));
-    return results.map((r, i) => ('size' in r ? r : r.code === 'ENOENT' ? new ContentNotFoundError(items[i]!.key) : new Error(r.message)));
+    return Promise.all(
+      results.map(async (r, i) => {
+        if ('size' in r) return r;
+        // A composite (a delta's content) is read through its handle.
+        if (r.code === 'EISDIR') return readComposite(this.pathOf(items[i]!.key), items[i]!.key, items[i]!.into, items[i]!.crc32).catch((err: Error) => err);
+        return r.code === 'ENOENT' ? new ContentNotFoundError(items[i]!.key) : new Error(r.message);
+      }),
+    );
   }
 
   async stat(key: string): Promise<StoredObject | undefined> {
     try {
       const stat = await fs.stat(this.pathOf(key));
+      if (stat.isDirectory()) return { key, ...(await statComposite(this.pathOf(key), key)) };
       if (!stat.isFile()) throw new Error(`not a file: ${key}`);
       return { key, size: stat.size, modifiedAt: stat.mtime };
     } catch (err) {
@@ -241,7 +240,13 @@ export class LocalContentStore implements ContentStore {
   }
 
   async remove(key: string): Promise<void> {
-    await fs.rm(this.pathOf(key), { force: true });
+    const file = this.pathOf(key);
+    try {
+      await fs.rm(file, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ERR_FS_EISDIR' || !(await isComposite(file))) throw err;
+      await removeComposite(file, this.pathOf(`${STAGING_PREFIX}${newId()}.removed`));
+    }
   }
 
   async *walk(prefix = ''): AsyncGenerator<StoredObject> {
@@ -253,7 +258,16 @@ export class LocalContentStore implements ContentStore {
       const key = prefix ? `${prefix}/${entry.name}` : entry.name;
       if (entry.isDirectory()) {
         if (NOT_CONTENT.some((p) => `${key}/`.startsWith(p))) continue;
-        yield* this.walk(key);
+        // A staging folder (a composite being made or removed) is one staging entry, dated by its folder.
+        if (`${key}/`.startsWith(STAGING_PREFIX) && prefix !== '') {
+          const stat = await fs.stat(this.pathOf(key)).catch(() => undefined);
+          if (stat) yield { key, size: 0, modifiedAt: stat.mtime };
+        } else if (prefix !== '' && (await isComposite(this.pathOf(key)))) {
+          const stat = await this.stat(key).catch(() => undefined);
+          if (stat) yield stat;
+        } else {
+          yield* this.walk(key);
+        }
       } else if (entry.isFile() && prefix !== '') {
         // Content always sits in a folder (`<deviceId>/...`); a top-level file (the marker) is not content.
         const stat = await this.stat(key);
@@ -266,7 +280,7 @@ export class LocalContentStore implements ContentStore {
     let removed = 0;
     for await (const entry of this.walk(STAGING_PREFIX.slice(0, -1))) {
       if (Date.now() - entry.modifiedAt.getTime() <= olderThanMs) continue;
-      await this.remove(entry.key);
+      await fs.rm(this.stagedPath(entry.key), { force: true, recursive: true });
       removed++;
     }
     return removed;
@@ -279,28 +293,11 @@ export class LocalContentStore implements ContentStore {
     );
   }
 
-  async readMarker(): Promise<string | undefined> {
-    try {
-      return (await fs.readFile(this.pathOf(MARKER_FILE), 'utf8')).trim();
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+  readMarker(): Promise<string | undefined> {
+    return readMarker(this.root);
   }
 
-  async claimMarker(storeId: string): Promise<string> {
-    await fs.mkdir(this.root, { recursive: true });
-    // Written whole under a temporary name, then linked to the marker's name: a link never replaces
-    // a file, so of two processes claiming at once one wins and the other reads the winner's id.
-    const temporary = this.pathOf(`${MARKER_FILE}.${randomBytes(6).toString('hex')}.tmp`);
-    await fs.writeFile(temporary, `${storeId}\n`, { flag: 'wx' });
-    try {
-      await fs.link(temporary, this.pathOf(MARKER_FILE));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    } finally {
-      await fs.rm(temporary, { force: true });
-    }
-    return (await this.readMarker()) as string;
+  claimMarker(storeId: string): Promise<string> {
+    return claimMarker(this.root, storeId);
   }
 }

@@ -38,7 +38,7 @@ function readerMain(): void {
       try {
         fd = fs.openSync(item.file, 'r');
         const stat = fs.fstatSync(fd);
-        if (!stat.isFile()) return { code: 'ENOENT', message: 'not a file' };
+        if (!stat.isFile()) return stat.isDirectory() ? { code: 'EISDIR', message: 'a folder' } : { code: 'ENOENT', message: 'not a file' };
         const view = new Uint8Array(item.sab, item.offset, item.length);
         let read = 0;
         while (read < item.length) {
