@@ -21,6 +21,9 @@ const RANGE_GAP = 256 * 1024;
 /** Bytes read from the local base at a time when assembling a download. */
 const COPY_BUFFER = 4 * 1024 * 1024;
 
+/** Bytes of an assembled download written between flushes behind the writes. */
+const SYNC_EVERY = 128 * 1024 * 1024;
+
 /** What a delta moved instead of the whole file, for the action line and the `status` totals. */
 export interface DeltaNote {
   movedBytes: number;
@@ -224,8 +227,11 @@ export class DeltaTransfers {
     let written = 0;
     let fetched = 0;
     // One write in flight while the next bytes are read and hashed: the copy takes the disk's time or
-    // the hash's, not both one after the other.
+    // the hash's, not both one after the other. Every SYNC_EVERY bytes the file is flushed behind the
+    // writes, so the flush before the rename waits for the last stretch only.
     let writing: Promise<unknown> = Promise.resolve();
+    let syncing: Promise<unknown> = Promise.resolve();
+    let unsynced = 0;
     const write = async (piece: Uint8Array) => {
       whole.update(piece);
       await writing;
@@ -234,22 +240,37 @@ export class DeltaTransfers {
         for (let at = 0; at < bytes.length; ) at += (await out.write(bytes, at, bytes.length - at)).bytesWritten;
       })();
       written += piece.length;
+      unsynced += piece.length;
+      if (unsynced >= SYNC_EVERY) {
+        unsynced = 0;
+        syncing = Promise.all([syncing, writing]).then(() => out.datasync());
+        syncing.catch(() => undefined);
+      }
       progress(written);
     };
-    // Two buffers for copies from the local base: one is read into while the other is written.
-    const buffers = [Buffer.allocUnsafe(COPY_BUFFER), Buffer.allocUnsafe(COPY_BUFFER)];
+    // Three buffers for copies from the local base: the next bytes are read into one while another is
+    // hashed and the third is still being written.
+    const buffers = [0, 1, 2].map(() => Buffer.allocUnsafe(COPY_BUFFER));
     let turn = 0;
+    const readBase = (position: number, length: number) => {
+      const buf = buffers[turn]!;
+      turn = (turn + 1) % buffers.length;
+      const read = base.read(buf, 0, Math.min(buf.length, length), position).then(({ bytesRead }) => buf.subarray(0, bytesRead));
+      // Awaited in turn; a failure while another step is under way must not go unhandled.
+      read.catch(() => undefined);
+      return read;
+    };
     try {
       for (let i = 0; i < steps.length; i++) {
         const s = steps[i]!;
         if (s.kind === 'copy') {
+          let next = readBase(s.baseOffset, s.length);
           for (let done = 0; done < s.length; ) {
-            const buf = buffers[turn]!;
-            turn ^= 1;
-            const { bytesRead } = await base.read(buf, 0, Math.min(buf.length, s.length - done), s.baseOffset + done);
-            if (bytesRead === 0) throw new Error('the local base is shorter than its chunk list');
-            await write(buf.subarray(0, bytesRead));
-            done += bytesRead;
+            const bytes = await next;
+            if (bytes.length === 0) throw new Error('the local base is shorter than its chunk list');
+            done += bytes.length;
+            if (done < s.length) next = readBase(s.baseOffset + done, s.length - done);
+            await write(bytes);
           }
           continue;
         }
@@ -271,9 +292,11 @@ export class DeltaTransfers {
         if (got !== end - s.offset) throw new Error('a range arrived short');
       }
       await writing;
+      await syncing;
       await out.sync();
     } finally {
       await writing.catch(() => undefined);
+      await syncing.catch(() => undefined);
       await out.close();
       await base.close();
     }
