@@ -75,7 +75,7 @@ describe('cutting a file against the chunk list of its earlier content', () => {
 });
 
 describe('cutting a whole file', () => {
-  const { chunkFile } = require('../../clients/src/cli/delta.transfers') as typeof import('../../clients/src/cli/delta.transfers');
+  const { chunkFile } = require('../../clients/src/cli/chunk.reuse') as typeof import('../../clients/src/cli/chunk.reuse');
   const os = require('node:os') as typeof import('node:os');
   const fs = require('node:fs') as typeof import('node:fs');
   const path = require('node:path') as typeof import('node:path');

@@ -102,3 +102,26 @@ export async function chunkFileAgainst(path: string, base: ContentChunk[]): Prom
     await fd.close();
   }
 }
+
+/**
+ * The chunks of a file on disk, and the SHA-256 of the whole: in one read, or for a large file with
+ * the whole's SHA-256 taken by a second read on another thread meanwhile (two cores rather than one
+ * twice as long). A file written during the reads fails the digest checks downstream.
+ */
+export async function chunkFile(path: string, signal?: AbortSignal): Promise<{ chunks: ContentChunk[]; sha256: string; size: number }> {
+  const size = (await fs.stat(path)).size;
+  const threaded = size >= THREAD_FROM ? sha256InThread(path) : undefined;
+  // Awaited below; a failure before then must not go unhandled.
+  threaded?.catch(() => undefined);
+  const chunker = new ContentChunker();
+  const whole = createHash('sha256');
+  const chunks: ContentChunk[] = [];
+  let read = 0;
+  for await (const piece of createReadStream(path, { highWaterMark: 1024 * 1024, signal }) as AsyncIterable<Buffer>) {
+    if (!threaded) whole.update(piece);
+    read += piece.length;
+    chunks.push(...chunker.update(piece));
+  }
+  chunks.push(...chunker.finish());
+  return { chunks, sha256: threaded ? await threaded : whole.digest('hex'), size: read };
+}

@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import { createReadStream, promises as fs } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { File } from '../../../shared/protocol';
-import { CHUNKING, DELTA_MIN_BYTES, ContentChunker, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
+import { CHUNKING, DELTA_MIN_BYTES, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
 import { deltaBody, fetchChunkList, fetchRange, planDelta, uploadDelta } from '../sdk/delta';
 import { AbortedError, ApiError } from '../sdk/errors';
 import type { Journal } from './journal';
-import { chunkFileAgainst, sha256InThread, sha256OfFile, THREAD_FROM } from './chunk.reuse';
+import { chunkFile, chunkFileAgainst, sha256OfFile } from './chunk.reuse';
 import type { Session } from './session';
 
 /** Files from this size on travel as changes when they can (docs/SYNC-CLIENT.md). */
@@ -31,29 +31,6 @@ export interface DeltaNote {
 }
 
 export const describeDelta = (n: DeltaNote | undefined): string => (n ? ` (delta: ${n.movedBytes} of ${n.size} bytes moved, ${n.size - n.movedBytes} saved)` : '');
-
-/**
- * The chunks of a file on disk, and the SHA-256 of the whole: in one read, or for a large file with
- * the whole's SHA-256 taken by a second read on another thread meanwhile (two cores rather than one
- * twice as long). A file written during the reads fails the digest checks downstream.
- */
-export async function chunkFile(path: string, signal?: AbortSignal): Promise<{ chunks: ContentChunk[]; sha256: string; size: number }> {
-  const size = (await fs.stat(path)).size;
-  const threaded = size >= THREAD_FROM ? sha256InThread(path) : undefined;
-  // Awaited below; a failure before then must not go unhandled.
-  threaded?.catch(() => undefined);
-  const chunker = new ContentChunker();
-  const whole = createHash('sha256');
-  const chunks: ContentChunk[] = [];
-  let read = 0;
-  for await (const piece of createReadStream(path, { highWaterMark: 1024 * 1024, signal }) as AsyncIterable<Buffer>) {
-    if (!threaded) whole.update(piece);
-    read += piece.length;
-    chunks.push(...chunker.update(piece));
-  }
-  chunks.push(...chunker.finish());
-  return { chunks, sha256: threaded ? await threaded : whole.digest('hex'), size: read };
-}
 
 async function* fileRange(path: string, offset: number, length: number): AsyncGenerator<Uint8Array> {
   yield* createReadStream(path, { start: offset, end: offset + length - 1, highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>;
