@@ -188,3 +188,27 @@ describe('composite content on the local driver', () => {
     expect((await readAll(store, 'dev/base')).equals(base)).toBe(true);
   });
 });
+
+describe('composite content on a file system without hard links (exFAT)', () => {
+  const { mountExfat } = require('../client/exfat.support') as typeof import('../client/exfat.support');
+  let mount: Awaited<ReturnType<typeof mountExfat>>;
+
+  beforeAll(async () => {
+    mount = await mountExfat(64);
+  });
+
+  afterAll(async () => {
+    await mount?.close();
+  });
+
+  test('a delta\'s content is written whole, as one file, and nothing is left in staging', async () => {
+    const store = new LocalContentStore(path.join(mount.root, 'store'));
+    const base = randomBytes(2 * MiB);
+    await store.write('dev/base', base);
+    const steps: Step[] = [{ copy: { start: 0, end: MiB - 1 } }, { data: randomBytes(1000) }, { copy: { start: MiB, end: 2 * MiB - 1 } }];
+    await store.place(await stageSteps(store, 'dev/base', base, steps), 'dev/next');
+    expect(statSync(path.join(mount.root, 'store/dev/next')).isFile()).toBe(true);
+    expect((await readAll(store, 'dev/next')).equals(expected(base, steps))).toBe(true);
+    expect(await fs.readdir(path.join(mount.root, 'store/.staging'))).toEqual([]);
+  });
+});

@@ -75,9 +75,10 @@ export class CompositeStaging implements BaseCopyStaging {
       await this.linkBase(base);
     } catch (err) {
       await fs.rm(dir, { recursive: true, force: true });
-      // A file linked as often as the file system allows (a long history of edits): written whole.
-      if ((err as NodeJS.ErrnoException).code === 'EMLINK') return this.target.plain(source);
-      throw (err as NodeJS.ErrnoException).code === 'ENOENT' ? new ContentNotFoundError(this.target.baseKey) : err;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new ContentNotFoundError(this.target.baseKey);
+      // A file system without hard links (some network and FUSE mounts), or a file linked as often as
+      // it allows (EMLINK, after a long history of edits): the new content is written whole.
+      return this.target.plain(source);
     }
     try {
       const meter = new HashMeter(this.target.maxBytes);
