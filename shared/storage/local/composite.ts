@@ -164,8 +164,11 @@ export async function removeComposite(dir: string, away: string): Promise<void> 
   try {
     await fs.rename(dir, away);
   } catch (err) {
-    if (isNotFound(err)) return;
-    throw err;
+    if (!isNotFound(err)) throw err;
+    // Gone already, or the staging folder is (removed by hand): made again for the move.
+    if (!(await isComposite(dir))) return;
+    await fs.mkdir(path.dirname(away), { recursive: true });
+    await fs.rename(dir, away);
   }
   await fs.rm(away, { recursive: true, force: true });
 }
