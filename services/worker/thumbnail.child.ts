@@ -1,9 +1,10 @@
 import type { Worker } from 'bullmq';
+import { writeFileSync } from 'node:fs';
 import { loadConfig } from '../../shared/config';
 import { createDb } from '../../shared/db/knex';
 import { createLogger } from '../../shared/logger';
 import { createContentStore } from '../../shared/storage/store.factory';
-import { limitImageThreads, lowerThreads } from '../../shared/thumbnails/thumbnail.maker';
+import { IMAGE_THREAD_NICE, limitImageThreads, lowerThreads } from '../../shared/thumbnails/thumbnail.maker';
 import { THUMBNAIL_PROCESS_CLOSE, THUMBNAIL_PROCESS_READY } from './thumbnail.process';
 import { consumeThumbnails } from './thumbnail.workers';
 import { workerSession } from './worker.session';
@@ -45,8 +46,8 @@ process.on('message', (message: unknown) => {
 });
 // The worker gone (crashed, killed): nobody is left to restart or stop this process.
 process.on('disconnect', () => void close());
-// A signal to the whole process group (Ctrl-C in a terminal) reaches this process too: the worker,
-// which got it as well, says when to stop, and waits for this process before exiting itself.
+// Signals are left to the worker (systemd and container runtimes signal every process of the service
+// at once): it says when to stop, and waits for this process before exiting itself.
 process.on('SIGINT', () => undefined);
 process.on('SIGTERM', () => undefined);
 
@@ -57,7 +58,17 @@ process.on('SIGTERM', () => undefined);
   // a busy machine, which waits for this one. Linux keeps a nice value per thread and a thread starts
   // at that of the thread that starts it, so lowering the threads there are covers libuv's and
   // libvips' started later. A job taken in the moment before runs on, lowered.
-  if (process.platform === 'linux') lowerThreads(() => true);
+  if (process.platform === 'linux') {
+    lowerThreads(() => true);
+    // With autogroup, nice values only order the threads of one session, and sessions share the CPU
+    // equally: the worker's service would get half of it against the gateway's. This process has a
+    // session of its own (thumbnail.process.ts), lowered as a whole here.
+    try {
+      writeFileSync('/proc/self/autogroup', String(IMAGE_THREAD_NICE));
+    } catch {
+      // No autogroup: the threads' nice values alone order them.
+    }
+  }
   if (closing) return;
   process.send?.(THUMBNAIL_PROCESS_READY);
 })().catch((err: unknown) => {

@@ -46,7 +46,9 @@ export class ThumbnailProcess {
   start(): Promise<void> {
     // Node's options carry over (--cpu-prof profiles it too), except a debugger's, whose port is the worker's.
     const execArgv = process.execArgv.filter((arg) => !arg.startsWith('--inspect'));
-    const child = fork(this.file, [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    // In a session of its own: where the scheduler shares the CPU between sessions first (Linux's
+    // autogroup), the child lowers its session as a whole (thumbnail.child.ts).
+    const child = fork(this.file, [], { execArgv, detached: true, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     this.child = child;
     this.ready = false;
     const started = Date.now();

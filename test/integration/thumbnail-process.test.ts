@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import sharp from 'sharp';
 import { Api } from '../support/client';
@@ -87,6 +87,13 @@ test('the thumbnail process makes thumbnails at nice 19, logs as the worker, is 
   expect(first).toBeDefined();
   expect(others).toEqual([]);
   expect(threadNices(first!).filter((nice) => nice !== IMAGE_THREAD_NICE)).toEqual([]);
+  // A session of its own (the session id is [3] of statFields), lowered as a whole where the kernel
+  // groups sessions for scheduling; the worker's keeps its priority.
+  expect(statFields(`/proc/${first}/stat`)?.[3]).not.toBe(statFields(`/proc/${workerPid}/stat`)?.[3]);
+  if (existsSync('/proc/self/autogroup')) {
+    expect(readFileSync(`/proc/${first}/autogroup`, 'utf8')).toMatch(new RegExp(`nice ${IMAGE_THREAD_NICE}\\s*$`));
+    expect(readFileSync(`/proc/${workerPid}/autogroup`, 'utf8')).not.toMatch(new RegExp(`nice ${IMAGE_THREAD_NICE}\\s*$`));
+  }
   // The worker's own threads keep the priority it was started with (this test's).
   expect(threadNices(workerPid).filter((nice) => nice !== os.getPriority())).toEqual([]);
 
