@@ -21,10 +21,12 @@ test('chunks cover the content in order, within the sizes, whatever pieces the b
 });
 
 test('an insertion, an overwrite or an append costs about its size, not the file', () => {
-  expect(missing(all, Buffer.concat([randomBytes(100), data]))).toBeLessThan(2 * CHUNKING.maxBytes);
+  // Around a change: the chunk it starts in, the one it ends in, and at most one more before a cut
+  // of the new bytes lands on a cut of the old ones again (random bytes: any of them may be long).
+  expect(missing(all, Buffer.concat([randomBytes(100), data]))).toBeLessThan(3 * CHUNKING.maxBytes);
   const overwritten = Buffer.from(data);
   randomBytes(1024 * 1024).copy(overwritten, 3_333_333);
-  expect(missing(all, overwritten)).toBeLessThan(1024 * 1024 + 2 * CHUNKING.maxBytes);
+  expect(missing(all, overwritten)).toBeLessThan(1024 * 1024 + 3 * CHUNKING.maxBytes);
   expect(missing(all, Buffer.concat([data, randomBytes(1024 * 1024)]))).toBeLessThan(1024 * 1024 + CHUNKING.maxBytes);
 });
 
