@@ -1,10 +1,9 @@
-import { close, closeSync, open, promises as fs, read } from 'node:fs';
+import { closeSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { promisify } from 'node:util';
 import { crc32 } from 'node:zlib';
 import { ContentNotFoundError, type ByteRange, type ContentHandle } from '../content.store';
-import { writeDescriptor } from './buffer.pool';
+import { closeFd, openFd, READ_CHUNK, readAt, writeDescriptor } from './buffer.pool';
 
 /*
  * Composite content on the local driver: a folder at the content's key whose pieces file lists, in
@@ -30,13 +29,7 @@ export interface CompositeManifest {
   pieces: CompositePiece[];
 }
 
-const openFd = promisify(open);
-const closeFd = promisify(close);
-const readAt = (fd: number, buf: Buffer, offset: number, length: number, position: number) =>
-  new Promise<number>((resolve, reject) => read(fd, buf, offset, length, position, (err, n) => (err ? reject(err) : resolve(n))));
-
 const PIECE_FILE_NAME = /^[a-z0-9]{1,16}$/;
-const READ_CHUNK = 1024 * 1024;
 
 const isNotFound = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
 
@@ -91,7 +84,7 @@ export async function openComposite(dir: string, key: string): Promise<ContentHa
   const fds = new Map<string, number>();
   try {
     for (const p of manifest.pieces) {
-      if (!fds.has(p.file)) fds.set(p.file, await openFd(path.join(dir, p.file), 'r'));
+      if (!fds.has(p.file)) fds.set(p.file, await openFd(path.join(dir, p.file)));
     }
   } catch (err) {
     for (const fd of fds.values()) await closeFd(fd);

@@ -1,5 +1,4 @@
-import { close, closeSync, createReadStream, createWriteStream, fstatSync, open, promises as fs, read, writeFile } from 'node:fs';
-import { promisify } from 'node:util';
+import { closeSync, createReadStream, createWriteStream, fstatSync, promises as fs, writeFile } from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -18,7 +17,7 @@ import {
 } from '../content.store';
 import type { BaseCopies, BaseCopyStaging } from '../base-copy';
 import { HashMeter } from '../hash.meter';
-import { READ_FS, writeDescriptor } from './buffer.pool';
+import { closeFd, openFd, READ_CHUNK, READ_FS, readAt, writeDescriptor } from './buffer.pool';
 import { isComposite, openComposite, readComposite, removeComposite, statComposite } from './composite';
 import { CompositeStaging } from './composite.staging';
 import { claimMarker, readMarker } from './store.marker';
@@ -39,23 +38,10 @@ const NOT_CONTENT: readonly string[] = [TUS_PREFIX, '.uploads/', 'tus/'];
 const WRITE_BATCH = 1024 * 1024;
 
 /**
- * Reads of 1 MiB rather than the stock 64 KiB: a fraction of the reads, writes and event-loop turns
- * per file (the transfer bench shows the difference). A range reads no more than it needs.
- */
-const READ_CHUNK = 1024 * 1024;
-
-/**
  * A staged entry placed within this long of its last byte keeps that mtime: fsck's orphan age
  * (10 minutes by default, services/maintenance/fsck.ts) barely moves, and a utimes call per small upload is saved.
  */
 const FRESH_STAGE_MS = 10_000;
-
-// Integer descriptors read by fs read streams, as a static file server reads: a FileHandle's stream
-// reads through promises and allocates more per read, and downloads are bound by reads and garbage.
-const openFd = (file: string) => promisify(open)(file, 'r');
-const closeFd = promisify(close);
-const readAt = (fd: number, buf: Buffer, position: number) =>
-  new Promise<number>((resolve, reject) => read(fd, buf, 0, buf.length, position, (err, n) => (err ? reject(err) : resolve(n))));
 
 /** A new file's bytes in one call of the callback API, which costs less than a FileHandle's. */
 const writeWhole = (file: string, bytes: Buffer) => new Promise<void>((resolve, reject) => writeFile(file, bytes, { flag: 'wx' }, (err) => (err ? reject(err) : resolve())));
@@ -205,7 +191,7 @@ export class LocalContentStore implements ContentStore, BaseCopies {
             closeSync(fd);
           }
         },
-        readInto: (buf: Buffer, position: number) => readAt(fd, buf, position),
+        readInto: (buf: Buffer, position: number) => readAt(fd, buf, 0, buf.length, position),
         // At once, as READ_FS closes: an archive closes a descriptor per file, and the pool's trip costs more than the call.
         close: async () => closeSync(fd),
       };
