@@ -4,6 +4,7 @@ import type { Db } from './knex';
 import { UsageLedger } from '../quota/usage.ledger';
 import { sendTogether, statementOf } from './statement.batch';
 import { TogetherQueues, type TogetherWrite } from './group.commit';
+import { GroupInserts } from './group.inserts';
 import { unavailable } from '../errors';
 import { ChangeClock, type ChangeAuthor, type ChangeStamp } from './change.clock';
 
@@ -165,6 +166,8 @@ export class OwnerTransactions {
     // A write of an unguarded group failed: nothing is settled, the group goes again with savepoints.
     let again = false;
     const { changed } = await this.transact(userId, undefined, async (trx, owner) => {
+      // Without savepoints the group's inserts wait for one statement (group.inserts.ts).
+      if (!guarded && writes.length > 1) GroupInserts.begin(trx);
       for (const write of writes) {
         // A lone write needs no savepoint: its failure rolls the whole transaction back, as in run.
         const undo = guarded ? await savepoint(trx, owner) : undefined;
@@ -180,6 +183,13 @@ export class OwnerTransactions {
           await undo(error);
           outcomes.push({ error });
         }
+      }
+      try {
+        await GroupInserts.flush(trx);
+      } catch (error) {
+        // A row refused (a name taken meanwhile or twice in the group): each write meets it alone.
+        again = writes.length > 1;
+        throw error;
       }
     }).catch((err: unknown) => {
       if (!again) for (const write of writes) write.reject(err);

@@ -103,6 +103,44 @@ test('steps before the commit run for the writes that stay, not for one undone; 
   expect((await activeFiles(userId)).map((r: { name: string }) => r.name).sort()).toEqual(['a.txt', 'b.txt', 'd.txt', 'e.txt']);
 });
 
+test('rerunnable writes together insert their rows in one statement; a name taken twice in the group fails that write alone', async () => {
+  const { userId, deviceId } = await stack.admin.createUser('together-inserts');
+  const owners = new OwnerTransactions(stack.env.db);
+  const author = { userId, deviceId };
+  const inserts: string[] = [];
+  const onQuery = (q: { sql: string }) => {
+    if (/^insert into `resources`/i.test(q.sql)) inserts.push(q.sql);
+  };
+  const write = (name: string) =>
+    owners.runTogether(author, async (trx, clock) => {
+      await new ResourceRepository(trx).insert({
+        id: newId(), userId, parentId: null, type: 'file', name, sizeBytes: 10, mimeType: null,
+        extension: null, storageKey: `k/${newId()}`, contentSha256: 'a'.repeat(64), createdAt: new Date(), change: clock.next(),
+      });
+      return name;
+    }, { rerunnable: true });
+  stack.env.db.on('query', onQuery);
+  try {
+    // The first runs alone; the five that wait meanwhile share one transaction and one INSERT.
+    const first = await Promise.allSettled(['a', 'b', 'c', 'd', 'e', 'f'].map((n) => write(`${n}.txt`)));
+    expect(first.map((o) => o.status)).toEqual(Array(6).fill('fulfilled'));
+    expect(inserts).toHaveLength(2);
+
+    await new Promise((resolve) => setImmediate(resolve));
+    inserts.length = 0;
+    // The group's one INSERT is refused; run again, each write behind its savepoint, the clash is the second's alone.
+    const second = await Promise.allSettled(['g.txt', 'h.txt', 'x.txt', 'x.txt', 'a.txt', 'i.txt'].map(write));
+    expect(second.map((o) => (o.status === 'rejected' ? (o.reason as { code?: string }).code : o.value))).toEqual(['g.txt', 'h.txt', 'x.txt', 'NAME_CONFLICT', 'NAME_CONFLICT', 'i.txt']);
+    expect(inserts.length).toBeGreaterThan(2);
+  } finally {
+    stack.env.db.off('query', onQuery);
+  }
+  const names = (await activeFiles(userId)).map((r: { name: string }) => r.name).sort();
+  expect(names).toEqual(['a.txt', 'b.txt', 'c.txt', 'd.txt', 'e.txt', 'f.txt', 'g.txt', 'h.txt', 'i.txt', 'x.txt']);
+  expect(await new UsageRepository(stack.env.db).differences(userId)).toEqual([]);
+  expect(await new DerivedRepair(stack.env.db).run({ fix: false, userIds: [userId] })).toMatchObject({ counts: [], index: [] });
+});
+
 test('a lone write that fails rolls back its whole transaction, as run does', async () => {
   const { userId, deviceId } = await stack.admin.createUser('together-alone');
   const owners = new OwnerTransactions(stack.env.db);

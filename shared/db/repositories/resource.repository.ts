@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { DerivedData } from '../derived/derived.hooks';
 import { translateResourceWriteError } from '../errors';
+import { GroupInserts } from '../group.inserts';
 import { changeColumns, type ChangeStamp } from '../owner.transaction';
 import { TreeRepository } from './tree.repository';
 import { UsageLedger } from '../../quota/usage.ledger';
@@ -70,8 +71,24 @@ export class ResourceRepository {
     return this.insertMany([r]);
   }
 
-  /** Inserts resources in one statement, in order: all of them or, on any error, none. */
+  /**
+   * Inserts resources in one statement, in order: all of them or, on any error, none. Within an
+   * optimistic group of writes (group.inserts.ts) the rows wait for the group's one statement; the
+   * counts and byte counters are taken at once either way.
+   */
   async insertMany(rows: NewResource[]): Promise<void> {
+    const group = GroupInserts.of(this.db);
+    if (group) for (const r of rows) group.add('resources', r, (queued) => this.writeRows(queued));
+    else await this.writeRows(rows);
+    for (const userId of new Set(rows.map((r) => r.userId))) {
+      const files = rows.filter((r) => r.userId === userId && r.type === 'file');
+      await this.derived.activated(userId, files.map((r) => r.id));
+      // A file without content (created by a sync op, whatever size it declares) holds no bytes.
+      await this.usage.add(userId, 'files', files.reduce((n, r) => n + (r.storageKey ? r.sizeBytes : 0), 0));
+    }
+  }
+
+  private async writeRows(rows: NewResource[]): Promise<void> {
     try {
       await this.db('resources').insert(
         rows.map((r) => ({
@@ -95,12 +112,6 @@ export class ResourceRepository {
       );
     } catch (err) {
       translateResourceWriteError(err);
-    }
-    for (const userId of new Set(rows.map((r) => r.userId))) {
-      const files = rows.filter((r) => r.userId === userId && r.type === 'file');
-      await this.derived.activated(userId, files.map((r) => r.id));
-      // A file without content (created by a sync op, whatever size it declares) holds no bytes.
-      await this.usage.add(userId, 'files', files.reduce((n, r) => n + (r.storageKey ? r.sizeBytes : 0), 0));
     }
   }
 
