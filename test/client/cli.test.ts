@@ -233,6 +233,55 @@ describe('sync --once', () => {
 });
 
 describe('sync (watching)', () => {
+  test('a change from another device costs one pass: one read of the feed, then the long poll again', async () => {
+    const a = await account();
+    const dir = await tempDir('cli-watch-pass');
+    const { spawn } = await import('node:child_process');
+    const http = await import('node:http');
+    const { CLI } = await import('./cli.support');
+    // The requests of the watching device, seen by a proxy in front of the gateway.
+    const target = new URL(stack.gateway.baseUrl);
+    const seen: string[] = [];
+    const proxy = http.createServer((req, res) => {
+      seen.push(`${req.method} ${req.url}`);
+      const upstream = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      upstream.on('error', () => res.destroy());
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const port = (proxy.address() as import('node:net').AddressInfo).port;
+    const child = spawn(process.execPath, [CLI, 'sync', dir], { env: { ...process.env, ...a.env('watcher'), FILESYNC_SERVER: `http://127.0.0.1:${port}` }, stdio: 'ignore' });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const isPoll = (line: string) => line.startsWith('GET /v1/sync/changes') && /[?&]wait=[1-9]/.test(line);
+    const reads = () => seen.filter((line) => line.startsWith('GET /v1/sync/changes') && !isPoll(line));
+    try {
+      const parked = Date.now() + 30_000;
+      // Idle: the first passes are over (nothing asked for a second) and the poll is parked.
+      for (let quiet = 0, count = -1; Date.now() < parked && quiet < 10; ) {
+        await new Promise((r) => setTimeout(r, 100));
+        quiet = seen.length === count && seen.some(isPoll) ? quiet + 1 : 0;
+        count = seen.length;
+      }
+      seen.length = 0;
+      await a.api.uploadFile({ content: Buffer.from('from elsewhere'), name: 'remote.txt' });
+      const until = Date.now() + 30_000;
+      while (Date.now() < until && !existsSync(path.join(dir, 'remote.txt'))) await new Promise((r) => setTimeout(r, 100));
+      expect(await fs.readFile(path.join(dir, 'remote.txt'), 'utf8')).toBe('from elsewhere');
+      // Time for a pass that would follow at once; the next poll is parked again.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(reads()).toHaveLength(1);
+      expect(seen.filter(isPoll).length).toBeGreaterThanOrEqual(1);
+    } finally {
+      child.kill('SIGTERM');
+      proxy.closeAllConnections();
+      proxy.close();
+    }
+    expect(await exited).toBe(0);
+  });
+
   test('a file written while it runs reaches the server, and SIGTERM stops it with exit 0', async () => {
     const a = await account();
     const dir = await tempDir('cli-watch');

@@ -68,9 +68,15 @@ export class RemoteFetcher {
     // later write dates the file anew.
     const past = new Date(Date.now() - 2 * MTIME_TICK_MS);
     await fs.utimes(got.tmp, new Date(), past);
-    await fs.rename(got.tmp, target);
+    // Told before the rename: its event may reach the watcher before the rename's own callback.
+    const unplace = ctx.placing?.(target);
+    try {
+      await fs.rename(got.tmp, target);
+    } catch (err) {
+      unplace?.();
+      throw err;
+    }
     const st = await statOf(target);
-    ctx.placed?.(target);
     const base = toBase({ ...node, sha256: got.sha256, size: st?.size ?? node.size }, st);
     if (placed) placed.push(base);
     else ctx.journal.putBase(base);

@@ -38,8 +38,11 @@ export interface SyncContext {
    */
   deferRacy?: boolean;
   recheckLater?: boolean;
-  /** Watching: told of each file the client itself moved into place, whose event is then no local change. */
-  placed?: (full: string) => void;
+  /**
+   * Watching: told of each file the client itself is about to move into place, whose event is then
+   * no local change; the returned function takes that back when the move failed.
+   */
+  placing?: (full: string) => () => void;
 }
 
 /** Whether DIR's file system folds case, probed once in the state folder. */

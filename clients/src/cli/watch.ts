@@ -2,7 +2,7 @@ import { relative, sep } from 'node:path';
 import { ApiError, AbortedError, NetworkError } from '../sdk/errors';
 import { sleep } from '../sdk/http';
 import { GuardError, type SyncContext } from './context';
-import { runPass, syncOnce } from './engine';
+import { MAX_PASSES, runPass, syncOnce } from './engine';
 import { ExitError } from './session';
 import { MTIME_TICK_MS } from './scan';
 import { TreeWatcher } from './tree.watcher';
@@ -35,7 +35,11 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
   // A download's own rename into place is no local change: its event is dropped once, unless it comes
   // late. A write after it brings another event.
   const placed = new Map<string, number>();
-  ctx.placed = (full) => placed.set(relative(ctx.dir, full).split(sep).join('/'), Date.now());
+  ctx.placing = (full) => {
+    const path = relative(ctx.dir, full).split(sep).join('/');
+    placed.set(path, Date.now());
+    return () => placed.delete(path);
+  };
   const expected = (path: string) => {
     const at = placed.get(path);
     if (at === undefined) return false;
@@ -88,7 +92,13 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
         try {
           if (first) await syncOnce(ctx);
           else {
-            for (let i = 0; i < 12 && !ctx.signal.aborted && (await runPass(ctx)) > 0; i++);
+            // With a watcher, what a pass leaves comes back as an event (a write meanwhile, the feed's
+            // ring for new changes and for this device's echoes): another pass at once only for what it
+            // left pending. Without one, passes repeat until one finds nothing to do.
+            for (let i = 0; i < MAX_PASSES && !ctx.signal.aborted; i++) {
+              const actions = await runPass(ctx);
+              if (watcher ? ctx.pending === 0 : actions === 0) break;
+            }
             ctx.journal.set('last_sync', new Date().toISOString());
           }
           first = false;
