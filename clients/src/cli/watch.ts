@@ -7,7 +7,11 @@ import { ExitError } from './session';
 import { MTIME_TICK_MS } from './scan';
 import { TreeWatcher } from './tree.watcher';
 
-const DEBOUNCE_MS = 400;
+/**
+ * Quiet time after the last event before a pass: a burst of writes (a folder copied in, a large file
+ * saved) is taken in one pass, and a file whose last write is this old is past its racy window (scan.ts).
+ */
+const DEBOUNCE_MS = 200;
 const PERIODIC_SCAN_MS = 60_000;
 const FALLBACK_SCAN_MS = 5_000;
 const LONG_POLL_S = 25;
