@@ -130,3 +130,30 @@ export async function syncOnceOk(dir: string, env: Record<string, string>): Prom
   expect({ code: res.code, stderr: res.stderr }).toEqual({ code: 0, stderr: '' });
   return res;
 }
+
+/**
+ * A proxy in front of `target` that passes every request on untouched and tells `seen` of each
+ * (`GET /v1/...?query`), for tests that count what a device asks for. Closed with `close()`.
+ */
+export async function requestProxy(target: string, seen: (line: string) => void): Promise<{ url: string; close: () => Promise<void> }> {
+  const http = await import('node:http');
+  const to = new URL(target);
+  const server = http.createServer((req, res) => {
+    seen(`${req.method} ${req.url}`);
+    const upstream = http.request({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as import('node:net').AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

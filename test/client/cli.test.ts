@@ -3,7 +3,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { FilesyncClient } from '../../clients/src/sdk';
 import { startStack, type TestStack } from '../support/stack';
-import { readTree, runCli, serverTree, sorted, tempDir } from './cli.support';
+import { readTree, requestProxy, runCli, serverTree, sorted, tempDir } from './cli.support';
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -237,23 +237,11 @@ describe('sync (watching)', () => {
     const a = await account();
     const dir = await tempDir('cli-watch-pass');
     const { spawn } = await import('node:child_process');
-    const http = await import('node:http');
     const { CLI } = await import('./cli.support');
     // The requests of the watching device, seen by a proxy in front of the gateway.
-    const target = new URL(stack.gateway.baseUrl);
     const seen: string[] = [];
-    const proxy = http.createServer((req, res) => {
-      seen.push(`${req.method} ${req.url}`);
-      const upstream = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
-      upstream.on('error', () => res.destroy());
-      req.pipe(upstream);
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const port = (proxy.address() as import('node:net').AddressInfo).port;
-    const child = spawn(process.execPath, [CLI, 'sync', dir], { env: { ...process.env, ...a.env('watcher'), FILESYNC_SERVER: `http://127.0.0.1:${port}` }, stdio: 'ignore' });
+    const proxy = await requestProxy(stack.gateway.baseUrl, (line) => seen.push(line));
+    const child = spawn(process.execPath, [CLI, 'sync', dir], { env: { ...process.env, ...a.env('watcher'), FILESYNC_SERVER: proxy.url }, stdio: 'ignore' });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const isPoll = (line: string) => line.startsWith('GET /v1/sync/changes') && /[?&]wait=[1-9]/.test(line);
     const reads = () => seen.filter((line) => line.startsWith('GET /v1/sync/changes') && !isPoll(line));
@@ -276,8 +264,7 @@ describe('sync (watching)', () => {
       expect(seen.filter(isPoll).length).toBeGreaterThanOrEqual(1);
     } finally {
       child.kill('SIGTERM');
-      proxy.closeAllConnections();
-      proxy.close();
+      await proxy.close();
     }
     expect(await exited).toBe(0);
   });

@@ -1,41 +1,30 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { FilesyncClient } from '../../clients/src/sdk';
 import { startStack, type TestStack } from '../support/stack';
-import { readTree, runCli, serverTree, sorted, tempDir } from './cli.support';
+import { readTree, requestProxy, runCli, serverTree, sorted, tempDir } from './cli.support';
 
 /*
  * Many small files travel together: a device sends new small files many to a request and another
  * fetches them many to a response, seen by a proxy that tallies the requests by route.
  */
 let stack: TestStack;
-let proxy: http.Server;
+let proxy: Awaited<ReturnType<typeof requestProxy>>;
 let proxyUrl: string;
 const requests = new Map<string, number>();
 
 beforeAll(async () => {
   stack = await startStack();
-  const target = new URL(stack.gateway.baseUrl);
-  proxy = http.createServer((req, res) => {
-    const route = `${req.method} ${(req.url ?? '').split('?')[0]!.replace(/[0-9a-f]{32}/g, ':id')}`;
+  proxy = await requestProxy(stack.gateway.baseUrl, (line) => {
+    const route = line.split('?')[0]!.replace(/[0-9a-f]{32}/g, ':id');
     requests.set(route, (requests.get(route) ?? 0) + 1);
-    const upstream = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-    });
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
   });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+  proxyUrl = proxy.url;
 });
 
 afterAll(async () => {
-  proxy.closeAllConnections();
-  await new Promise((resolve) => proxy.close(resolve));
+  await proxy.close();
   await stack.close();
 });
 
