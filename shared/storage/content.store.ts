@@ -20,6 +20,11 @@ export interface ContentStore {
   /** Streams `source` to a new staging key; over `maxBytes` fails with FILE_TOO_LARGE and leaves nothing. */
   stage(source: Readable, options: StageOptions): Promise<StagedContent>;
   /**
+   * As `stage`, for bytes already in memory (the small files of a bulk upload): one write, no
+   * stream. Optional: without it, callers stage the bytes as a stream.
+   */
+  stageBytes?(bytes: Buffer, options: StageOptions): Promise<StagedContent>;
+  /**
    * Makes staged bytes the content of `key`, which must not exist yet; the staged entry is consumed.
    * The content reads as written now (its `modifiedAt`), so fsck judges its age from its placing,
    * not from when its bytes were received.

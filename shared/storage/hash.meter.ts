@@ -49,3 +49,13 @@ export class HashMeter extends Transform {
     return this.hash.digest('hex');
   }
 }
+
+/** What a HashMeter reports, for bytes already whole in memory: size, SHA-256 (hex) and CRC-32 within CRC32_MAX_BYTES. */
+export function measureBytes(bytes: Buffer, maxBytes: number): { size: number; sha256: string; crc32: number | undefined } {
+  if (bytes.length > maxBytes) throw tooLarge(maxBytes);
+  return {
+    size: bytes.length,
+    sha256: createHash('sha256').update(bytes).digest('hex'),
+    crc32: bytes.length <= CRC32_MAX_BYTES ? crc32(bytes) : undefined,
+  };
+}

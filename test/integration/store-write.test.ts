@@ -1,4 +1,6 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { crc32 } from 'node:zlib';
 import { createTestEnv, type TestEnv } from '../support/harness';
 import { DRIVERS, onDriver, StoredContent } from '../support/drivers';
 
@@ -39,5 +41,41 @@ describe.each(DRIVERS)('write on the %s driver', (driver) => {
     expect(await stored.staging()).toEqual([]);
     expect(await stored.keys()).toEqual([key]);
     if (driver === 's3') expect(await stored.uploadDirFiles()).toEqual([]);
+  });
+});
+
+/** LocalContentStore.stageBytes, by which a bulk upload stages its small files: what `stage` makes of the same bytes, in one write. */
+describe('stageBytes on the local driver', () => {
+  let env: TestEnv;
+  let stored: StoredContent;
+
+  beforeAll(async () => {
+    env = await createTestEnv(onDriver('local'));
+    stored = new StoredContent(env);
+  });
+
+  afterAll(async () => {
+    await env?.dropAll();
+  });
+
+  test('measures and places the bytes as a streamed stage does; too many bytes are refused and leave no staging entry', async () => {
+    const { store } = stored;
+    const bytes = randomBytes(70_000);
+    const whole = await store.stageBytes!(bytes, { maxBytes: bytes.length });
+    const streamed = await store.stage(Readable.from([bytes.subarray(0, 1000), bytes.subarray(1000)]), { maxBytes: bytes.length });
+    expect({ size: whole.size, sha256: whole.sha256, crc32: whole.crc32 }).toEqual({ size: streamed.size, sha256: streamed.sha256, crc32: streamed.crc32 });
+    expect(whole.sha256).toBe(createHash('sha256').update(bytes).digest('hex'));
+    expect(whole.crc32).toBe(crc32(bytes));
+    await store.discard(streamed);
+
+    await store.place(whole, 'bulk/staged-whole.bin');
+    const handle = await store.open('bulk/staged-whole.bin');
+    const chunks: Buffer[] = [];
+    for await (const chunk of await handle.read()) chunks.push(chunk as Buffer);
+    expect(Buffer.concat(chunks).equals(bytes)).toBe(true);
+
+    await expect(store.stageBytes!(bytes, { maxBytes: bytes.length - 1 })).rejects.toMatchObject({ code: 'FILE_TOO_LARGE' });
+    expect(await stored.staging()).toEqual([]);
+    expect(await stored.keys()).toEqual(['bulk/staged-whole.bin']);
   });
 });

@@ -16,7 +16,7 @@ import {
   type UploadGone,
 } from '../content.store';
 import type { BaseCopies, BaseCopyStaging } from '../base-copy';
-import { HashMeter } from '../hash.meter';
+import { HashMeter, measureBytes } from '../hash.meter';
 import { closeFd, openFd, READ_CHUNK, READ_FS, readAt, writeDescriptor } from './buffer.pool';
 import { isComposite, openComposite, readComposite, removeComposite, statComposite } from './composite';
 import { CompositeStaging } from './composite.staging';
@@ -104,17 +104,33 @@ export class LocalContentStore implements ContentStore, BaseCopies {
   }
 
   async stage(source: Readable, options: StageOptions): Promise<StagedContent> {
+    const meter = new HashMeter(options.maxBytes);
+    return this.stageWith(async (file) => {
+      await pipeline(source, meter, createWriteStream(file, { flags: 'wx', highWaterMark: WRITE_BATCH }));
+      return { size: meter.received, sha256: meter.digest(), crc32: meter.crc32() };
+    });
+  }
+
+  async stageBytes(bytes: Buffer, options: StageOptions): Promise<StagedContent> {
+    const measured = measureBytes(bytes, options.maxBytes);
+    return this.stageWith(async (file) => {
+      await writeWhole(file, bytes);
+      return measured;
+    });
+  }
+
+  /** A new staging file written by `write`; on any failure it is removed. */
+  private async stageWith(write: (file: string) => Promise<Omit<StagedContent, 'stagingKey'>>): Promise<StagedContent> {
     const stagingKey = `${STAGING_PREFIX}${newId()}.part`;
     const file = this.pathOf(stagingKey);
-    const meter = new HashMeter(options.maxBytes);
     try {
       if (!this.stagingMade) {
         await fs.mkdir(path.dirname(file), { recursive: true });
         this.stagingMade = true;
       }
-      await pipeline(source, meter, createWriteStream(file, { flags: 'wx', highWaterMark: WRITE_BATCH }));
+      const staged = { stagingKey, ...(await write(file)) };
       this.stagedAt.set(stagingKey, Date.now());
-      return { stagingKey, size: meter.received, sha256: meter.digest(), crc32: meter.crc32() };
+      return staged;
     } catch (err) {
       // The staging folder removed under a running process: made again for the next upload.
       if (isNotFound(err)) this.stagingMade = false;
