@@ -7,21 +7,14 @@ import { ChunkListRepository } from '../../shared/chunks/chunk-list.repository';
 import { CHUNK_LIST_QUEUE, type ChunkListJobData, type ChunkListJobResult } from '../../shared/queue/chunk-list.contract';
 import { bullPrefix, closingWith, connectRedis } from '../../shared/redis/redis.connection';
 import { ContentNotFoundError, type ContentStore } from '../../shared/storage/content.store';
-import { lowPriorityCutter } from './chunk-list.cutter';
-
-export interface ChunkListWorkers {
-  worker: Worker<ChunkListJobData, ChunkListJobResult>;
-  close(): Promise<void>;
-}
 
 /**
- * Consumes the chunk-list queue one job at a time per worker: a job reads one content once and cuts
- * it on a thread at nice 19 (chunk-list.cutter.ts), so lists take at most one core, and only what
- * uploads and sync batches leave of it.
+ * Consumes the chunk-list queue one job at a time: a job reads one content once and cuts it where it
+ * is read. Where it is built, in the worker's background process, whose every thread runs at nice 19
+ * (background.child.ts), so lists take only what uploads and sync batches leave of the cores.
  */
-export async function startChunkLists(config: Config, db: Db, logger: Logger, store: ContentStore): Promise<ChunkListWorkers> {
+export async function consumeChunkLists(config: Config, db: Db, logger: Logger, store: ContentStore): Promise<Worker<ChunkListJobData, ChunkListJobResult>> {
   const lists = new ChunkListRepository(db);
-  const cut = lowPriorityCutter();
   const connection = connectRedis(config, 'blocking');
   const worker = closingWith(
     new Worker<ChunkListJobData, ChunkListJobResult>(
@@ -29,7 +22,7 @@ export async function startChunkLists(config: Config, db: Db, logger: Logger, st
       async (job) => {
         const started = Date.now();
         try {
-          const { list, made } = await makeChunkList(store, lists, job.data, logger, cut);
+          const { list, made } = await makeChunkList(store, lists, job.data, logger);
           const result = { made: made ? 1 : 0, chunks: list.chunks.length, gone: 0 };
           logger.debug({ jobId: job.id, ...result, ms: Date.now() - started }, 'chunk list job done');
           return result;
@@ -46,5 +39,5 @@ export async function startChunkLists(config: Config, db: Db, logger: Logger, st
   worker.on('failed', (job, err) => logger.info({ jobId: job?.id, err: err.message }, 'chunk list job failed'));
   worker.on('error', (err) => logger.warn({ err: err.message }, 'chunk list worker connection error'));
   await worker.waitUntilReady();
-  return { worker, close: () => worker.close() };
+  return worker;
 }

@@ -10,8 +10,7 @@ import type { BatchObserver } from './inbox.applier';
 import { startMaintenance, type MaintenanceWorkers } from './maintenance.workers';
 import { startMonitoringServer } from './monitoring.server';
 import { startSyncWorkers, type SyncWorkers } from './sync.workers';
-import { startThumbnails, type ThumbnailWorkers } from './thumbnail.workers';
-import { startChunkLists, type ChunkListWorkers } from './chunk-list.workers';
+import { startBackground, type BackgroundWorkers } from './background.workers';
 import { WorkerMetrics } from './worker.metrics';
 import { workerSession } from './worker.session';
 
@@ -34,8 +33,8 @@ export interface OpenWorker {
   store: ContentStore;
   sync: SyncWorkers;
   maintenance: MaintenanceWorkers | undefined;
-  thumbnails: ThumbnailWorkers;
-  chunkLists: ChunkListWorkers;
+  /** Thumbnails and chunk lists, in the background process where it is built. */
+  background: BackgroundWorkers;
   metrics: WorkerMetrics;
   /** The monitoring endpoints, when they could listen. */
   monitoring: Server | undefined;
@@ -79,8 +78,7 @@ export async function openWorker(options: WorkerOptions): Promise<OpenWorker> {
       : metrics.recordApplied;
     const sync = await startSyncWorkers(config, db, logger, recorded);
     const maintenance = options.maintenance === false ? undefined : await startMaintenance(config, db, logger, store);
-    const thumbnails = await startThumbnails(config, db, logger, store, options.store !== undefined);
-    const chunkLists = await startChunkLists(config, db, logger, store);
+    const background = await startBackground(config, db, logger, store, options.store !== undefined);
     metrics.observe(sync.workers);
     const port = options.monitoringPort === undefined ? config.workerPort : options.monitoringPort;
     const monitoring = port === null ? undefined : await startMonitoringServer(port, db, sync.workers, logger, metrics.registry, config.host);
@@ -90,13 +88,12 @@ export async function openWorker(options: WorkerOptions): Promise<OpenWorker> {
       store,
       sync,
       maintenance,
-      thumbnails,
-      chunkLists,
+      background,
       metrics,
       monitoring,
       async close(deadlineMs = Number.POSITIVE_INFINITY) {
         const deadline = Number.isFinite(deadlineMs) ? new Promise((resolve) => setTimeout(resolve, deadlineMs).unref()) : new Promise(() => undefined);
-        const [finished] = await Promise.all([sync.close(deadlineMs), Promise.race([Promise.all([maintenance?.close(), thumbnails.close(), chunkLists.close()]), deadline])]);
+        const [finished] = await Promise.all([sync.close(deadlineMs), Promise.race([Promise.all([maintenance?.close(), background.close()]), deadline])]);
         if (!finished) return false;
         const closing = Promise.allSettled([db.destroy(), new Promise((resolve) => (monitoring ? monitoring.close(resolve) : resolve(undefined)))]);
         await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 300).unref())]);

@@ -5,41 +5,10 @@ import type { Logger } from '../../shared/logger';
 import { THUMBNAIL_QUEUE, type ThumbnailJobData, type ThumbnailJobResult } from '../../shared/queue/thumbnail.contract';
 import { bullPrefix, closingWith, connectRedis } from '../../shared/redis/redis.connection';
 import type { ContentStore } from '../../shared/storage/content.store';
-import { ImageProcess } from '../../shared/thumbnails/image.process';
-import { limitImageThreads } from '../../shared/thumbnails/thumbnail.maker';
 import { ThumbnailMaking } from '../../shared/thumbnails/thumbnail.making';
 import { ThumbnailRepository } from '../../shared/thumbnails/thumbnail.repository';
-import { ThumbnailProcess } from './thumbnail.process';
 
-export interface ThumbnailWorkers {
-  close(): Promise<void>;
-}
-
-type MakeImages = ConstructorParameters<typeof ThumbnailMaking>[2];
-
-/**
- * Consumes the thumbnail queue. Where it is built, in a process of its own whose every thread runs at
- * nice 19 (thumbnail.child.ts), so that no part of a job (queue, SQL, store, images) competes with the
- * uploads and sync batches at their priority. In this process otherwise: under ts-jest (the sources
- * run, the child has no compiled file), or when the caller passed its own store (`ownStore`), which a
- * process of its own could not use.
- */
-export async function startThumbnails(config: Config, db: Db, logger: Logger, store: ContentStore, ownStore: boolean): Promise<ThumbnailWorkers> {
-  const child = ownStore ? undefined : ThumbnailProcess.create(logger);
-  if (child) {
-    await child.start();
-    return { close: () => child.close() };
-  }
-  limitImageThreads();
-  const images = ImageProcess.create();
-  const worker = await consumeThumbnails(config, db, logger, store, images && ((source, sizes) => images.make(source, sizes)));
-  return {
-    close: async () => {
-      await worker.close();
-      await images?.close();
-    },
-  };
-}
+export type MakeImages = ConstructorParameters<typeof ThumbnailMaking>[2];
 
 /**
  * THUMBNAIL_CONCURRENCY jobs at once, each decoding on one libvips thread, so thumbnails take at most

@@ -14,8 +14,6 @@ export async function makeChunkList(
   lists: ChunkListRepository,
   content: { storageKey: string; sha256: string },
   logger?: Logger,
-  /** Cuts the bytes elsewhere (the workers' low-priority thread); by default on this thread. */
-  cut: (pieces: AsyncIterable<Buffer>) => Promise<ContentChunk[]> = cutHere,
 ): Promise<{ list: StoredChunkList; made: boolean }> {
   const kept = await lists.find(content.storageKey);
   if (kept) return { list: kept, made: false };
@@ -29,7 +27,7 @@ export async function makeChunkList(
   return { list, made: true };
 }
 
-async function cutHere(pieces: AsyncIterable<Buffer>): Promise<ContentChunk[]> {
+async function cut(pieces: AsyncIterable<Buffer>): Promise<ContentChunk[]> {
   const chunker = new ContentChunker();
   const chunks: ContentChunk[] = [];
   for await (const piece of pieces) chunks.push(...chunker.update(piece));

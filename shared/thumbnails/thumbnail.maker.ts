@@ -76,7 +76,7 @@ export const IMAGE_THREAD_NICE = 19;
  */
 export function lowerImageThreadPriority(): void {
   // A thread starts at the nice value of the thread that starts it: where this one runs at the lowest
-  // priority already (the thumbnail process lowers all of its threads at start), so do the others.
+  // priority already (the background process lowers all of its threads at start), so do the others.
   if (process.platform === 'linux' && os.getPriority() < IMAGE_THREAD_NICE) lowerThreads((tid) => readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').startsWith('libvips'));
 }
 

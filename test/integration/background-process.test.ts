@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import sharp from 'sharp';
@@ -5,14 +6,15 @@ import { Api } from '../support/client';
 import { waitFor } from '../support/fixtures';
 import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
 import { spawnWorker, stopWorker, type WorkerProcess } from '../support/workers';
+import { DELTA_MIN_BYTES } from '../../shared/protocol/chunking';
 import { createContentStore } from '../../shared/storage/store.factory';
 import { IMAGE_THREAD_NICE } from '../../shared/thumbnails/thumbnail.maker';
 import { ThumbnailRepository } from '../../shared/thumbnails/thumbnail.repository';
 import { EAGER_THUMBNAIL_SIZES, thumbnailKey } from '../../shared/thumbnails/thumbnail.sizes';
 
 /**
- * A built worker (dist/, as `npm test` builds it) consumes the thumbnail queue in a process of its own
- * whose every thread runs at nice 19 (services/worker/thumbnail.child.ts).
+ * A built worker (dist/, as `npm test` builds it) consumes the thumbnail and chunk-list queues in a
+ * process of its own whose every thread runs at nice 19 (services/worker/background.child.ts).
  */
 let env: TestEnv;
 let gateway: RunningGateway;
@@ -68,6 +70,15 @@ async function picture(seed: number): Promise<Buffer> {
   return sharp(raw, { raw: { width, height, channels: 3 } }).jpeg().toBuffer();
 }
 
+/** Whether a chunk list of the content of a new large file was kept within `ms`. */
+async function chunkListed(name: string, ms: number): Promise<boolean> {
+  const res = await api.upload({}, { name, content: randomBytes(DELTA_MIN_BYTES + 1) });
+  expect(res.status).toBe(201);
+  const { id } = res.body as { id: string };
+  const { storage_key: key } = await env.db('resources').where({ id }).first('storage_key');
+  return waitFor(async () => (await env.db('content_chunk_lists').where({ storage_key: key }).first()) !== undefined, ms, 100);
+}
+
 async function thumbnailed(name: string, seed: number): Promise<boolean> {
   const res = await api.upload({}, { name, content: await picture(seed) });
   expect(res.status).toBe(201);
@@ -79,7 +90,7 @@ async function thumbnailed(name: string, seed: number): Promise<boolean> {
   return stored.every((s) => s !== undefined && s.size > 0);
 }
 
-test('the thumbnail process makes thumbnails at nice 19, logs as the worker, is started again when killed and stops with the worker', async () => {
+test('the background process makes thumbnails at nice 19, logs as the worker, is started again when killed and stops with the worker', async () => {
   const worker = await spawnWorker(env, { LOG_LEVEL: 'debug' });
   workers.push(worker);
   const workerPid = worker.child.pid!;
@@ -112,7 +123,7 @@ test('the thumbnail process makes thumbnails at nice 19, logs as the worker, is 
   process.kill(first!, 'SIGKILL');
   let second: number | undefined;
   expect(await waitFor(async () => (second = childrenOf(workerPid).find((pid) => pid !== first)) !== undefined, 10_000, 50)).toBe(true);
-  expect(worker.output()).toContain('thumbnail process ended; starting it again');
+  expect(worker.output()).toContain('background process ended; starting it again');
   expect(await thumbnailed('second.jpg', 2)).toBe(true);
   expect(threadNices(second!).filter((nice) => nice !== IMAGE_THREAD_NICE)).toEqual([]);
 
@@ -121,7 +132,24 @@ test('the thumbnail process makes thumbnails at nice 19, logs as the worker, is 
   expect(alive(second!)).toBe(false);
 });
 
-test('the thumbnail process exits when its worker dies', async () => {
+test('chunk lists are made in the background process, none while it is stopped', async () => {
+  const worker = await spawnWorker(env);
+  workers.push(worker);
+  const [child] = childrenOf(worker.child.pid!);
+  expect(child).toBeDefined();
+  expect(await chunkListed('first.bin', 30_000)).toBe(true);
+  // Stopped, it cuts nothing, and nobody else does: the worker's own process consumes no chunk-list queue.
+  process.kill(child!, 'SIGSTOP');
+  try {
+    expect(await chunkListed('second.bin', 2_000)).toBe(false);
+  } finally {
+    process.kill(child!, 'SIGCONT');
+  }
+  expect(await chunkListed('third.bin', 30_000)).toBe(true);
+  await stopWorker(worker, 'SIGTERM');
+});
+
+test('the background process exits when its worker dies', async () => {
   const worker = await spawnWorker(env);
   workers.push(worker);
   const [child] = childrenOf(worker.child.pid!);
