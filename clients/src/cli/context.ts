@@ -128,3 +128,19 @@ export async function statOf(full: string): Promise<{ mtimeMs: number; ino: numb
     return undefined;
   }
 }
+
+/**
+ * Watching: whether a file the scan saw is still being written, its size or mtime having moved since
+ * (a download saved, a file copied in, an archive being built). Sending it now would commit a part of
+ * it, and every other device would fetch that part, then the rest a moment later. It is left to the
+ * pass that the end of the write brings (the watcher's event), with a recheck in case none comes.
+ * Gone meanwhile counts as moving: the next pass sees what became of it. Not for `--once`, which
+ * sends what the scan found, as it did before watching began.
+ */
+export async function stillWriting(ctx: SyncContext, entry: LocalEntry): Promise<boolean> {
+  if (!ctx.deferRacy) return false;
+  const now = await statOf(join(ctx.dir, entry.disk));
+  if (now && now.size === entry.size && now.mtimeMs === entry.mtimeMs) return false;
+  ctx.recheckLater = true;
+  return true;
+}

@@ -4,7 +4,7 @@ import { ApiError } from '../sdk/errors';
 import type { BaseNode, RemoteNode } from './journal';
 import { byDepth, remoteChanged, type LocalNode, type Matched } from './match';
 import { LiveTree } from './live.tree';
-import { checkGuard, localSha, toBase, type SyncContext } from './context';
+import { checkGuard, localSha, stillWriting, toBase, type SyncContext } from './context';
 import { planPlaces, type Place, type PlaceStep } from './place.plan';
 import { batches, BULK_FILE_MAX } from './bulk.transfers';
 import { DELTA_THRESHOLD } from './delta.transfers';
@@ -174,6 +174,7 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
   const worker = async () => {
     for (let f = queue.shift(); f && !ctx.signal.aborted; f = queue.shift()) {
       const node = f;
+      if (await stillWriting(ctx, node.entry)) continue;
       const label = path(node.id);
       // Read once: the service hashes what it receives, and the journal records the digest it answers.
       const { size, mtimeMs } = node.entry;
@@ -187,7 +188,10 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
   const small = batches(queue.filter((f) => f.entry.size <= BULK_FILE_MAX), (f) => f.entry.size);
   if (small.length) for (const f of small.flat()) queue.splice(queue.indexOf(f), 1);
   const bulkWorker = async () => {
-    for (let batch = small.shift(); batch && !ctx.signal.aborted; batch = small.shift()) {
+    for (let next = small.shift(); next && !ctx.signal.aborted; next = small.shift()) {
+      const moving = await Promise.all(next.map((n) => stillWriting(ctx, n.entry)));
+      const batch = next.filter((_, i) => !moving[i]);
+      if (batch.length === 0) continue;
       const results = await ctx.transfers.bulk.upload(batch.map((n) => ({ id: n.id, diskPath: n.entry.disk, name: n.name, folderId: n.parentId })));
       if (!results) {
         queue.push(...batch);
@@ -216,6 +220,7 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
   if (queue.length) await Promise.all([worker(), worker(), worker(), worker()]);
   for (const e of edits) {
     if (ctx.signal.aborted) break;
+    if (await stillWriting(ctx, e.node.entry)) continue;
     const label = path(e.node.id);
     await transfer(label, () => ctx.transfers.uploadEdit({ id: e.node.id, diskPath: e.node.entry.disk, path: label, sha256: e.sha256, size: e.node.entry.size, ifMatch: e.b.sha256 }), (file) => {
       const current = j.base().get(e.node.id) ?? e.b;

@@ -1,0 +1,51 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { stillWriting, type SyncContext } from '../../clients/src/cli/context';
+import { isRacy, type LocalEntry } from '../../clients/src/cli/scan';
+import { tempDir } from './cli.support';
+
+/**
+ * clients/src/cli/context.ts, `stillWriting`: while watching, a file whose size or mtime moved since
+ * the scan is left for the pass its last write brings, so no device ever receives a part of it.
+ */
+async function scanned(dir: string, name: string): Promise<LocalEntry> {
+  const st = await fs.lstat(path.join(dir, name));
+  return { path: name, disk: name, type: 'file', size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, racy: isRacy(st.mtimeMs, Date.now()) };
+}
+
+const contextOf = (dir: string, watching: boolean) => ({ dir, deferRacy: watching, recheckLater: false }) as unknown as SyncContext;
+
+test('watching, a file that grew, changed or went since the scan is still being written; one that held still is not', async () => {
+  const dir = await tempDir('still-writing');
+  await fs.writeFile(path.join(dir, 'steady.bin'), Buffer.alloc(1000, 1));
+  await fs.writeFile(path.join(dir, 'growing.bin'), Buffer.alloc(1000, 2));
+  await fs.writeFile(path.join(dir, 'touched.bin'), Buffer.alloc(1000, 3));
+  await fs.writeFile(path.join(dir, 'gone.bin'), Buffer.alloc(1000, 4));
+  const entries = Object.fromEntries(await Promise.all(['steady', 'growing', 'touched', 'gone'].map(async (n) => [n, await scanned(dir, `${n}.bin`)] as const)));
+
+  await fs.appendFile(path.join(dir, 'growing.bin'), Buffer.alloc(10, 2));
+  // Same size, later mtime: bytes rewritten in place.
+  const later = new Date(entries.touched!.mtimeMs + 5000);
+  await fs.utimes(path.join(dir, 'touched.bin'), later, later);
+  await fs.rm(path.join(dir, 'gone.bin'));
+
+  const steady = contextOf(dir, true);
+  expect(await stillWriting(steady, entries.steady!)).toBe(false);
+  expect(steady.recheckLater).toBe(false);
+  for (const name of ['growing', 'touched', 'gone'] as const) {
+    const ctx = contextOf(dir, true);
+    expect(await stillWriting(ctx, entries[name]!)).toBe(true);
+    // A later pass looks again even if no event comes.
+    expect(ctx.recheckLater).toBe(true);
+  }
+});
+
+test('sync --once sends what the scan found, moving or not', async () => {
+  const dir = await tempDir('still-writing-once');
+  await fs.writeFile(path.join(dir, 'growing.bin'), Buffer.alloc(1000, 2));
+  const entry = await scanned(dir, 'growing.bin');
+  await fs.appendFile(path.join(dir, 'growing.bin'), Buffer.alloc(10, 2));
+  const ctx = contextOf(dir, false);
+  expect(await stillWriting(ctx, entry)).toBe(false);
+  expect(ctx.recheckLater).toBe(false);
+});
