@@ -109,6 +109,12 @@ export class ContentAhead<E extends AheadEntry> {
     }
   }
 
+  /** The next file when it is listed already, else undefined (`next` waits for it); throws when listing failed. */
+  take(): Fetch<E> | undefined {
+    if (this.failure !== undefined) throw this.failure;
+    return this.queue.shift();
+  }
+
   /** The writer has written a file whole: another may be read ahead. */
   written(): void {
     this.inFlight--;

@@ -2,7 +2,7 @@ import type { Response } from 'express';
 import { crc32 } from 'node:zlib';
 import type { ArchiveFile } from '../../../shared/db/repositories/link.repository';
 import type { ContentStore } from '../../../shared/storage/content.store';
-import { ContentAhead, type Piece } from './content.ahead';
+import { ContentAhead, type Fetch, type Piece } from './content.ahead';
 import { ZipEncoder, type ZipOptions } from './zip.format';
 
 /**
@@ -95,8 +95,6 @@ export async function sendArchive(res: Response, store: ContentStore, entries: A
     if (!res.writableFinished) fail();
   });
   res.on('drain', onDrain);
-  // A piece's memory returns once the socket has its bytes; a failed write cuts the archive.
-  const sent = (piece: Piece) => (err?: Error | null) => (err ? fail() : piece.release());
   // Writes made in one turn of the event loop leave as one writev.
   let corked = false;
   const write = (bytes: Buffer, done?: (err?: Error | null) => void) => {
@@ -110,35 +108,65 @@ export async function sendArchive(res: Response, store: ContentStore, entries: A
     }
     res.write(bytes, done);
   };
+  // Whole entries framed in place lie one after another in a slab: those read by the time the writer
+  // reaches them leave as one write, whose memory returns once the socket has its bytes. A failed
+  // write cuts the archive.
+  let span: { memory: ArrayBufferLike; start: number; end: number; pieces: Piece[] } | undefined;
+  const flush = () => {
+    if (!span) return;
+    const { memory, start, end, pieces } = span;
+    span = undefined;
+    write(Buffer.from(memory, start, end - start), (err) => (err ? fail() : pieces.forEach((p) => p.release())));
+  };
+  const send = (bytes: Buffer, piece: Piece) => {
+    if (span && span.memory === bytes.buffer && span.end === bytes.byteOffset) {
+      span.end += bytes.length;
+      span.pieces.push(piece);
+      return;
+    }
+    flush();
+    span = { memory: bytes.buffer, start: bytes.byteOffset, end: bytes.byteOffset + bytes.length, pieces: [piece] };
+  };
+  // What is read already is taken without waiting (not even a microtask's); before a wait, what is held goes out.
+  const nextPiece = (fetch: Fetch<ArchiveEntry>) => {
+    const next = fetch.next();
+    if (next instanceof Promise) flush();
+    return next;
+  };
   try {
     for (;;) {
-      const fetch = await ahead.next();
+      let fetch = ahead.take();
+      if (!fetch) {
+        flush();
+        fetch = await ahead.next();
+      }
       if (failed || !fetch) break;
       const { path, sizeBytes, updatedAt } = fetch.entry;
       const known = fetch.entry.crc32 ?? undefined;
-      const nextPiece = async () => {
-        const next = fetch.next();
-        return next instanceof Promise ? await next : next;
-      };
-      let piece = await nextPiece();
+      const first = nextPiece(fetch);
+      let piece = first instanceof Promise ? await first : first;
       if (failed) break;
       if (piece?.framed && piece.bytes.length === sizeBytes) {
-        // Read whole with room around it: header, bytes and descriptor leave as one write.
+        // Read whole with room around it: header, bytes and descriptor leave together.
         const { framed } = piece;
         const head = framed.length - sizeBytes - zip.frame(path, sizeBytes, known).tail;
         zip.begin(path, sizeBytes, updatedAt, framed.subarray(0, head), known);
         zip.end(known ?? piece.crc32 ?? crc32(piece.bytes), framed.subarray(head + sizeBytes));
-        write(framed, sent(piece));
-        if ((await nextPiece()) !== undefined) throw new Error(`${path}: more bytes than its size`);
+        send(framed, piece);
+        const after = nextPiece(fetch);
+        if ((after instanceof Promise ? await after : after) !== undefined) throw new Error(`${path}: more bytes than its size`);
       } else {
+        flush();
         write(zip.begin(path, sizeBytes, updatedAt, undefined, known));
         let crc = 0;
         let written = 0;
         while (piece && !failed) {
           if (known === undefined) crc = piece.crc32 !== undefined && written === 0 ? piece.crc32 : crc32(piece.bytes, crc);
           written += piece.bytes.length;
-          write(piece.bytes, sent(piece));
-          piece = await nextPiece();
+          const sent = piece;
+          write(piece.bytes, (err) => (err ? fail() : sent.release()));
+          const next = nextPiece(fetch);
+          piece = next instanceof Promise ? await next : next;
         }
         if (failed) break;
         if (written !== sizeBytes) throw new Error(`${path}: ${written} bytes read of ${sizeBytes}`);
@@ -147,9 +175,13 @@ export async function sendArchive(res: Response, store: ContentStore, entries: A
       }
       ahead.written();
       // Headers and descriptors are not counted in the reads' bound: a slow client holds the writer here.
-      while (!failed && res.writableLength > HELD_BYTES) await new Promise<void>((resolve) => (drained = resolve));
+      if (res.writableLength > HELD_BYTES) {
+        flush();
+        while (!failed && res.writableLength > HELD_BYTES) await new Promise<void>((resolve) => (drained = resolve));
+      }
     }
     if (failed) return;
+    flush();
     for (const bytes of zip.finish()) write(bytes);
     ahead.finish();
     res.end();

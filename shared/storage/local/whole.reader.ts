@@ -13,9 +13,18 @@ export type WholeResult = { size: number; read: number; crc32?: number } | { cod
 /** Reading threads: two keep reading while one is descheduled on a busy machine, and cost nothing idle. */
 const THREADS = 2;
 
+/**
+ * Shared buffers a reading thread holds at most: sharing one through a message costs about as much
+ * as reading a dozen cached files, so each is shared once and then named by its number.
+ */
+const SHARED_PER_THREAD = 16;
+
 interface Job {
   id: number;
-  items: { file: string; sab: SharedArrayBuffer; offset: number; length: number; crc32: boolean }[];
+  /** Buffers to hold from now on, under their numbers, and numbers to let go of once this job is read. */
+  share: { n: number; sab: SharedArrayBuffer }[];
+  forget: number[];
+  items: { file: string; n: number; offset: number; length: number; crc32: boolean }[];
 }
 
 /**
@@ -32,14 +41,16 @@ function readerMain(): void {
   const { parentPort } = require('node:worker_threads') as typeof import('node:worker_threads');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { crc32 } = require('node:zlib') as typeof import('node:zlib');
+  const shared = new Map<number, SharedArrayBuffer>();
   parentPort!.on('message', (job: Job) => {
+    for (const { n, sab } of job.share) shared.set(n, sab);
     const results = job.items.map((item) => {
       let fd: number | undefined;
       try {
         fd = fs.openSync(item.file, 'r');
         const stat = fs.fstatSync(fd);
         if (!stat.isFile()) return stat.isDirectory() ? { code: 'EISDIR', message: 'a folder' } : { code: 'ENOENT', message: 'not a file' };
-        const view = new Uint8Array(item.sab, item.offset, item.length);
+        const view = new Uint8Array(shared.get(item.n)!, item.offset, item.length);
         let read = 0;
         while (read < item.length) {
           const n = fs.readSync(fd, view, read, item.length - read, read);
@@ -54,6 +65,8 @@ function readerMain(): void {
         if (fd !== undefined) fs.closeSync(fd);
       }
     });
+    // After the reads: a buffer let go of in this job may still be read into by one of its items.
+    for (const n of job.forget) shared.delete(n);
     parentPort!.postMessage({ id: job.id, results });
   });
 }
@@ -64,16 +77,36 @@ function readerMain(): void {
  */
 export class WholeReader {
   private readonly workers: (Worker | undefined)[] = Array.from({ length: THREADS }, () => undefined);
+  /** Per thread, the buffers it holds and their numbers, least recently used first (a Map keeps insertion order). */
+  private readonly shared: Map<SharedArrayBuffer, number>[] = Array.from({ length: THREADS }, () => new Map());
   private next = 1;
+  private nextShared = 1;
   private readonly pending = new Map<number, { resolve: (r: WholeResult[]) => void; reject: (err: Error) => void; worker: Worker }>();
 
   read(items: WholeRead[]): Promise<WholeResult[]> {
-    const job: Job = { id: this.next++, items: [] };
+    if (items.some(({ into }) => !(into.buffer instanceof SharedArrayBuffer))) throw new Error('whole reads land in shared memory only');
+    const job: Job = { id: this.next++, share: [], forget: [], items: [] };
+    const slot = job.id % THREADS;
+    const worker = this.start(slot);
+    const held = this.shared[slot]!;
     for (const { file, into, crc32 } of items) {
-      if (!(into.buffer instanceof SharedArrayBuffer)) throw new Error('whole reads land in shared memory only');
-      job.items.push({ file, sab: into.buffer, offset: into.byteOffset, length: into.length, crc32 });
+      const sab = into.buffer as SharedArrayBuffer;
+      let n = held.get(sab);
+      if (n === undefined) {
+        n = this.nextShared++;
+        job.share.push({ n, sab });
+        // The thread drops what this side drops, so both sides always agree on what it holds.
+        if (held.size >= SHARED_PER_THREAD) {
+          const [oldest, m] = held.entries().next().value as [SharedArrayBuffer, number];
+          held.delete(oldest);
+          job.forget.push(m);
+        }
+      } else {
+        held.delete(sab);
+      }
+      held.set(sab, n);
+      job.items.push({ file, n, offset: into.byteOffset, length: into.length, crc32 });
     }
-    const worker = this.start(job.id % THREADS);
     // A thread holds the process only while a batch of its own is out.
     worker.ref();
     return new Promise((resolve, reject) => {
@@ -93,7 +126,11 @@ export class WholeReader {
       p?.resolve(results);
     });
     const fail = (err: Error) => {
-      if (this.workers[slot] === worker) this.workers[slot] = undefined;
+      if (this.workers[slot] === worker) {
+        this.workers[slot] = undefined;
+        // A new thread holds nothing yet.
+        this.shared[slot]!.clear();
+      }
       for (const [id, p] of this.pending) {
         if (p.worker !== worker) continue;
         this.pending.delete(id);
@@ -103,6 +140,7 @@ export class WholeReader {
     worker.on('error', fail);
     worker.on('exit', (code) => fail(new Error(`the reading thread exited (${code})`)));
     this.workers[slot] = worker;
+    this.shared[slot]!.clear();
     return worker;
   }
 }
