@@ -40,6 +40,28 @@ test('watching, a file that grew, changed or went since the scan is still being 
   }
 });
 
+test('watching, a fresh large file is looked at twice a moment apart: a write that resumes in between is seen', async () => {
+  const dir = await tempDir('still-writing-paused');
+  await fs.writeFile(path.join(dir, 'paused.bin'), Buffer.alloc(1000, 5));
+  await fs.writeFile(path.join(dir, 'done.bin'), Buffer.alloc(1000, 6));
+  const paused = await scanned(dir, 'paused.bin');
+  const done = await scanned(dir, 'done.bin');
+  // The writer, held back at the first look, goes on 100 ms later.
+  const resumed = new Promise((resolve) => setTimeout(() => resolve(fs.appendFile(path.join(dir, 'paused.bin'), Buffer.alloc(10, 5))), 100));
+  const ctx = contextOf(dir, true);
+  expect(await stillWriting(ctx, paused, true)).toBe(true);
+  await resumed;
+  // Seen as a small file, only the first look counts.
+  const small = await scanned(dir, 'paused.bin');
+  const later = new Promise((resolve) => setTimeout(() => resolve(fs.appendFile(path.join(dir, 'paused.bin'), Buffer.alloc(10, 5))), 100));
+  expect(await stillWriting(contextOf(dir, true), small, false)).toBe(false);
+  await later;
+  const started = Date.now();
+  expect(await stillWriting(contextOf(dir, true), done, true)).toBe(false);
+  // Fresh and large: the second look came after the pause a throttled writer can take.
+  expect(Date.now() - started).toBeGreaterThanOrEqual(240);
+});
+
 test('sync --once sends what the scan found, moving or not', async () => {
   const dir = await tempDir('still-writing-once');
   await fs.writeFile(path.join(dir, 'growing.bin'), Buffer.alloc(1000, 2));

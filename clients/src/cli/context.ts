@@ -129,18 +129,32 @@ export async function statOf(full: string): Promise<{ mtimeMs: number; ino: numb
   }
 }
 
+/** A file written within this long may still be being written: its mtime is when a write began. */
+const FRESH_MS = 2000;
+/**
+ * How far apart two looks at a fresh large file must be: a writer held back by the kernel's dirty
+ * page throttling pauses at most 200 ms (Linux's MAX_PAUSE), during which its file does not move.
+ */
+const SETTLE_MS = 250;
+
 /**
  * Watching: whether a file the scan saw is still being written, its size or mtime having moved since
  * (a download saved, a file copied in, an archive being built). Sending it now would commit a part of
  * it, and every other device would fetch that part, then the rest a moment later. It is left to the
  * pass that the end of the write brings (the watcher's event), with a recheck in case none comes.
- * Gone meanwhile counts as moving: the next pass sees what became of it. Not for `--once`, which
- * sends what the scan found, as it did before watching began.
+ * A large file written in the last FRESH_MS is looked at again SETTLE_MS after the first look, as a
+ * writer may be paused. Gone meanwhile counts as moving: the next pass sees what became of it. Not
+ * for `--once`, which sends what the scan found, as it did before watching began.
  */
-export async function stillWriting(ctx: SyncContext, entry: LocalEntry): Promise<boolean> {
+export async function stillWriting(ctx: SyncContext, entry: LocalEntry, large = false): Promise<boolean> {
   if (!ctx.deferRacy) return false;
-  const now = await statOf(join(ctx.dir, entry.disk));
-  if (now && now.size === entry.size && now.mtimeMs === entry.mtimeMs) return false;
-  ctx.recheckLater = true;
-  return true;
+  const full = join(ctx.dir, entry.disk);
+  const same = (now: { size: number; mtimeMs: number } | undefined) => now !== undefined && now.size === entry.size && now.mtimeMs === entry.mtimeMs;
+  let moving = !same(await statOf(full));
+  if (!moving && large && entry.mtimeMs > Date.now() - FRESH_MS) {
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    moving = !same(await statOf(full));
+  }
+  if (moving) ctx.recheckLater = true;
+  return moving;
 }

@@ -21,8 +21,11 @@ const RANGE_GAP = 256 * 1024;
 /** Bytes read from the local base at a time when assembling a download. */
 const COPY_BUFFER = 4 * 1024 * 1024;
 
-/** Bytes of an assembled download written between flushes behind the writes. */
-const SYNC_EVERY = 128 * 1024 * 1024;
+/**
+ * Bytes of a download (assembled or whole) written between flushes behind the writes: the flush
+ * before the rename then waits for the last stretch only, not for all of a large file at once.
+ */
+export const SYNC_EVERY = 128 * 1024 * 1024;
 
 /** What a delta moved instead of the whole file, for the action line and the `status` totals. */
 export interface DeltaNote {

@@ -9,7 +9,7 @@ import type { Reporter } from './output';
 import type { Session } from './session';
 import { newId } from './match';
 import { assertSafeId } from './local.names';
-import { DeltaTransfers, describeDelta, type DeltaNote } from './delta.transfers';
+import { DeltaTransfers, describeDelta, SYNC_EVERY, type DeltaNote } from './delta.transfers';
 import { BulkTransfers } from './bulk.transfers';
 
 /** Uploads above this size go by tus and resume after a crash. */
@@ -33,22 +33,31 @@ async function writeAll(handle: FileHandle, pieces: Buffer[]): Promise<void> {
 /**
  * A response body into a new file, hashed as it arrives; the bytes are written in batches while
  * the next ones come in, and are on disk (fsync) before it resolves, so that the rename that places
- * them never publishes a file a power cut could leave empty.
+ * them never publishes a file a power cut could leave empty. Every SYNC_EVERY bytes the file is
+ * flushed behind the writes, so the last flush waits for the last stretch only.
  */
 async function receive(res: Response, file: string, hash: Hash, progress: (done: number) => void): Promise<void> {
   // The mode of any file created in DIR (the umask's): the state folder is its owner's alone.
   const handle = await fs.open(file, 'wx', 0o666);
   let writing: Promise<void> = Promise.resolve();
+  let syncing: Promise<unknown> = Promise.resolve();
   try {
     let batch: Buffer[] = [];
     let batched = 0;
     let done = 0;
+    let unsynced = 0;
     const flush = async () => {
       await writing;
       const out = batch;
+      unsynced += batched;
       batch = [];
       batched = 0;
       writing = writeAll(handle, out);
+      if (unsynced >= SYNC_EVERY) {
+        unsynced = 0;
+        syncing = Promise.all([syncing, writing]).then(() => handle.datasync());
+        syncing.catch(() => undefined);
+      }
     };
     for await (const piece of (res.body ?? []) as unknown as AsyncIterable<Uint8Array>) {
       const chunk = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
@@ -61,9 +70,11 @@ async function receive(res: Response, file: string, hash: Hash, progress: (done:
     }
     if (batched > 0) await flush();
     await writing;
+    await syncing;
     await handle.sync();
   } finally {
     await writing.catch(() => undefined);
+    await syncing.catch(() => undefined);
     await handle.close();
   }
 }
