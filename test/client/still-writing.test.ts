@@ -1,5 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { BULK_FILE_MAX } from '../../clients/src/cli/bulk.transfers';
 import { stillWriting, type SyncContext } from '../../clients/src/cli/context';
 import { isRacy, type LocalEntry } from '../../clients/src/cli/scan';
 import { tempDir } from './cli.support';
@@ -42,22 +43,24 @@ test('watching, a file that grew, changed or went since the scan is still being 
 
 test('watching, a fresh large file is looked at twice a moment apart: a write that resumes in between is seen', async () => {
   const dir = await tempDir('still-writing-paused');
-  await fs.writeFile(path.join(dir, 'paused.bin'), Buffer.alloc(1000, 5));
-  await fs.writeFile(path.join(dir, 'done.bin'), Buffer.alloc(1000, 6));
+  // Above the size sent in bulk: large enough to be looked at twice.
+  await fs.writeFile(path.join(dir, 'paused.bin'), Buffer.alloc(BULK_FILE_MAX + 1, 5));
+  await fs.writeFile(path.join(dir, 'done.bin'), Buffer.alloc(BULK_FILE_MAX + 1, 6));
+  await fs.writeFile(path.join(dir, 'small.bin'), Buffer.alloc(1000, 7));
   const paused = await scanned(dir, 'paused.bin');
   const done = await scanned(dir, 'done.bin');
   // The writer, held back at the first look, goes on 100 ms later.
   const resumed = new Promise((resolve) => setTimeout(() => resolve(fs.appendFile(path.join(dir, 'paused.bin'), Buffer.alloc(10, 5))), 100));
   const ctx = contextOf(dir, true);
-  expect(await stillWriting(ctx, paused, true)).toBe(true);
+  expect(await stillWriting(ctx, paused)).toBe(true);
   await resumed;
-  // Seen as a small file, only the first look counts.
-  const small = await scanned(dir, 'paused.bin');
-  const later = new Promise((resolve) => setTimeout(() => resolve(fs.appendFile(path.join(dir, 'paused.bin'), Buffer.alloc(10, 5))), 100));
-  expect(await stillWriting(contextOf(dir, true), small, false)).toBe(false);
+  // A small file: only the first look counts.
+  const small = await scanned(dir, 'small.bin');
+  const later = new Promise((resolve) => setTimeout(() => resolve(fs.appendFile(path.join(dir, 'small.bin'), Buffer.alloc(10, 7))), 100));
+  expect(await stillWriting(contextOf(dir, true), small)).toBe(false);
   await later;
   const started = Date.now();
-  expect(await stillWriting(contextOf(dir, true), done, true)).toBe(false);
+  expect(await stillWriting(contextOf(dir, true), done)).toBe(false);
   // Fresh and large: the second look came after the pause a throttled writer can take.
   expect(Date.now() - started).toBeGreaterThanOrEqual(240);
 });

@@ -7,6 +7,7 @@ import type { Reporter } from './output';
 import type { Session } from './session';
 import type { Transfers } from './transfers';
 import { DELTA_THRESHOLD } from './delta.transfers';
+import { BULK_FILE_MAX } from './bulk.transfers';
 import type { LocalEntry } from './scan';
 import { isRacy, sha256File } from './scan';
 
@@ -142,12 +143,13 @@ const SETTLE_MS = 250;
  * (a download saved, a file copied in, an archive being built). Sending it now would commit a part of
  * it, and every other device would fetch that part, then the rest a moment later. It is left to the
  * pass that the end of the write brings (the watcher's event), with a recheck in case none comes.
- * A large file written in the last FRESH_MS is looked at again SETTLE_MS after the first look, as a
- * writer may be paused. Gone meanwhile counts as moving: the next pass sees what became of it. Not
+ * A file above BULK_FILE_MAX written in the last FRESH_MS is looked at again SETTLE_MS after the
+ * first look, as a writer may be paused; a smaller one costs little to send again. Gone meanwhile counts as moving: the next pass sees what became of it. Not
  * for `--once`, which sends what the scan found, as it did before watching began.
  */
-export async function stillWriting(ctx: SyncContext, entry: LocalEntry, large = false): Promise<boolean> {
+export async function stillWriting(ctx: SyncContext, entry: LocalEntry): Promise<boolean> {
   if (!ctx.deferRacy) return false;
+  const large = entry.size > BULK_FILE_MAX;
   const full = join(ctx.dir, entry.disk);
   const same = (now: { size: number; mtimeMs: number } | undefined) => now !== undefined && now.size === entry.size && now.mtimeMs === entry.mtimeMs;
   let moving = !same(await statOf(full));

@@ -8,6 +8,7 @@ import { AbortedError, ApiError } from '../sdk/errors';
 import type { Journal } from './journal';
 import { chunkFile, chunkFileAgainst, sha256OfFile } from './chunk.reuse';
 import type { Session } from './session';
+import { FlushBehind } from './flush.behind';
 
 /** Files from this size on travel as changes when they can (docs/SYNC-CLIENT.md). */
 export const DELTA_THRESHOLD = DELTA_MIN_BYTES;
@@ -20,12 +21,6 @@ const RANGE_GAP = 256 * 1024;
 
 /** Bytes read from the local base at a time when assembling a download. */
 const COPY_BUFFER = 4 * 1024 * 1024;
-
-/**
- * Bytes of a download (assembled or whole) written between flushes behind the writes: the flush
- * before the rename then waits for the last stretch only, not for all of a large file at once.
- */
-export const SYNC_EVERY = 128 * 1024 * 1024;
 
 /** What a delta moved instead of the whole file, for the action line and the `status` totals. */
 export interface DeltaNote {
@@ -207,11 +202,9 @@ export class DeltaTransfers {
     let written = 0;
     let fetched = 0;
     // One write in flight while the next bytes are read and hashed: the copy takes the disk's time or
-    // the hash's, not both one after the other. Every SYNC_EVERY bytes the file is flushed behind the
-    // writes, so the flush before the rename waits for the last stretch only.
+    // the hash's, not both one after the other; flushed behind the writes as it grows.
     let writing: Promise<unknown> = Promise.resolve();
-    let syncing: Promise<unknown> = Promise.resolve();
-    let unsynced = 0;
+    const flushes = new FlushBehind(out);
     const write = async (piece: Uint8Array) => {
       whole.update(piece);
       await writing;
@@ -220,12 +213,7 @@ export class DeltaTransfers {
         for (let at = 0; at < bytes.length; ) at += (await out.write(bytes, at, bytes.length - at)).bytesWritten;
       })();
       written += piece.length;
-      unsynced += piece.length;
-      if (unsynced >= SYNC_EVERY) {
-        unsynced = 0;
-        syncing = Promise.all([syncing, writing]).then(() => out.datasync());
-        syncing.catch(() => undefined);
-      }
+      flushes.wrote(piece.length, writing);
       progress(written);
     };
     // Three buffers for copies from the local base: the next bytes are read into one while another is
@@ -272,11 +260,10 @@ export class DeltaTransfers {
         if (got !== end - s.offset) throw new Error('a range arrived short');
       }
       await writing;
-      await syncing;
-      await out.sync();
+      await flushes.finish();
     } finally {
       await writing.catch(() => undefined);
-      await syncing.catch(() => undefined);
+      await flushes.settled();
       await out.close();
       await base.close();
     }

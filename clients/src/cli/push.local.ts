@@ -174,7 +174,7 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
   const worker = async () => {
     for (let f = queue.shift(); f && !ctx.signal.aborted; f = queue.shift()) {
       const node = f;
-      if (await stillWriting(ctx, node.entry, true)) continue;
+      if (await stillWriting(ctx, node.entry)) continue;
       const label = path(node.id);
       // Read once: the service hashes what it receives, and the journal records the digest it answers.
       const { size, mtimeMs } = node.entry;
@@ -220,7 +220,7 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
   if (queue.length) await Promise.all([worker(), worker(), worker(), worker()]);
   for (const e of edits) {
     if (ctx.signal.aborted) break;
-    if (await stillWriting(ctx, e.node.entry, e.node.entry.size > BULK_FILE_MAX)) continue;
+    if (await stillWriting(ctx, e.node.entry)) continue;
     const label = path(e.node.id);
     await transfer(label, () => ctx.transfers.uploadEdit({ id: e.node.id, diskPath: e.node.entry.disk, path: label, sha256: e.sha256, size: e.node.entry.size, ifMatch: e.b.sha256 }), (file) => {
       const current = j.base().get(e.node.id) ?? e.b;

@@ -9,7 +9,8 @@ import type { Reporter } from './output';
 import type { Session } from './session';
 import { newId } from './match';
 import { assertSafeId } from './local.names';
-import { DeltaTransfers, describeDelta, SYNC_EVERY, type DeltaNote } from './delta.transfers';
+import { DeltaTransfers, describeDelta, type DeltaNote } from './delta.transfers';
+import { FlushBehind } from './flush.behind';
 import { BulkTransfers } from './bulk.transfers';
 
 /** Uploads above this size go by tus and resume after a crash. */
@@ -33,31 +34,24 @@ async function writeAll(handle: FileHandle, pieces: Buffer[]): Promise<void> {
 /**
  * A response body into a new file, hashed as it arrives; the bytes are written in batches while
  * the next ones come in, and are on disk (fsync) before it resolves, so that the rename that places
- * them never publishes a file a power cut could leave empty. Every SYNC_EVERY bytes the file is
- * flushed behind the writes, so the last flush waits for the last stretch only.
+ * them never publishes a file a power cut could leave empty; flushed behind the writes as it grows.
  */
 async function receive(res: Response, file: string, hash: Hash, progress: (done: number) => void): Promise<void> {
   // The mode of any file created in DIR (the umask's): the state folder is its owner's alone.
   const handle = await fs.open(file, 'wx', 0o666);
   let writing: Promise<void> = Promise.resolve();
-  let syncing: Promise<unknown> = Promise.resolve();
+  const flushes = new FlushBehind(handle);
   try {
     let batch: Buffer[] = [];
     let batched = 0;
     let done = 0;
-    let unsynced = 0;
     const flush = async () => {
       await writing;
       const out = batch;
-      unsynced += batched;
+      writing = writeAll(handle, out);
+      flushes.wrote(batched, writing);
       batch = [];
       batched = 0;
-      writing = writeAll(handle, out);
-      if (unsynced >= SYNC_EVERY) {
-        unsynced = 0;
-        syncing = Promise.all([syncing, writing]).then(() => handle.datasync());
-        syncing.catch(() => undefined);
-      }
     };
     for await (const piece of (res.body ?? []) as unknown as AsyncIterable<Uint8Array>) {
       const chunk = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
@@ -70,11 +64,10 @@ async function receive(res: Response, file: string, hash: Hash, progress: (done:
     }
     if (batched > 0) await flush();
     await writing;
-    await syncing;
-    await handle.sync();
+    await flushes.finish();
   } finally {
     await writing.catch(() => undefined);
-    await syncing.catch(() => undefined);
+    await flushes.settled();
     await handle.close();
   }
 }
