@@ -14,8 +14,8 @@ export type WholeResult = { size: number; read: number; crc32?: number } | { cod
 const THREADS = 2;
 
 /**
- * Shared buffers a reading thread holds at most: sharing one through a message costs about as much
- * as reading a dozen cached files, so each is shared once and then named by its number.
+ * Shared buffers a reading thread holds at most: each is handed over once and then named by its
+ * number, rather than sent again with every batch that reads into it.
  */
 const SHARED_PER_THREAD = 16;
 
