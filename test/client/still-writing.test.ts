@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { BULK_FILE_MAX } from '../../clients/src/cli/bulk.transfers';
-import { stillWriting, type SyncContext } from '../../clients/src/cli/context';
+import { firstLook, stillWriting, type SyncContext } from '../../clients/src/cli/context';
 import { isRacy, type LocalEntry } from '../../clients/src/cli/scan';
 import { tempDir } from './cli.support';
 
@@ -63,6 +63,31 @@ test('watching, a fresh large file is looked at twice a moment apart: a write th
   expect(await stillWriting(contextOf(dir, true), done)).toBe(false);
   // Fresh and large: the second look came after the pause a throttled writer can take.
   expect(Date.now() - started).toBeGreaterThanOrEqual(240);
+});
+
+test('the second look can be taken while an upload runs: it answers whether the file held still since the first', async () => {
+  const dir = await tempDir('still-writing-looks');
+  await fs.writeFile(path.join(dir, 'held.bin'), Buffer.alloc(BULK_FILE_MAX + 1, 8));
+  await fs.writeFile(path.join(dir, 'resumed.bin'), Buffer.alloc(BULK_FILE_MAX + 1, 9));
+  const held = await scanned(dir, 'held.bin');
+  const resumed = await scanned(dir, 'resumed.bin');
+
+  const heldCtx = contextOf(dir, true);
+  const started = Date.now();
+  const heldLook = await firstLook(heldCtx, held);
+  expect(heldLook.moving).toBe(false);
+  // The upload runs between the looks; the second still comes SETTLE_MS after the first at the earliest.
+  await new Promise((r) => setTimeout(r, 300));
+  expect(await heldLook.settled()).toBe(true);
+  expect(Date.now() - started).toBeGreaterThanOrEqual(240);
+  expect(heldCtx.recheckLater).toBe(false);
+
+  const resumedCtx = contextOf(dir, true);
+  const resumedLook = await firstLook(resumedCtx, resumed);
+  expect(resumedLook.moving).toBe(false);
+  await fs.appendFile(path.join(dir, 'resumed.bin'), Buffer.alloc(10, 9));
+  expect(await resumedLook.settled()).toBe(false);
+  expect(resumedCtx.recheckLater).toBe(true);
 });
 
 test('sync --once sends what the scan found, moving or not', async () => {

@@ -144,19 +144,38 @@ const SETTLE_MS = 250;
  * it, and every other device would fetch that part, then the rest a moment later. It is left to the
  * pass that the end of the write brings (the watcher's event), with a recheck in case none comes.
  * A file above BULK_FILE_MAX written in the last FRESH_MS is looked at again SETTLE_MS after the
- * first look, as a writer may be paused; a smaller one costs little to send again. Gone meanwhile counts as moving: the next pass sees what became of it. Not
- * for `--once`, which sends what the scan found, as it did before watching began.
+ * first look, as a writer may be paused; a smaller one costs little to send again. Gone meanwhile
+ * counts as moving: the next pass sees what became of it. Not for `--once`, which sends what the
+ * scan found, as it did before watching began.
  */
 export async function stillWriting(ctx: SyncContext, entry: LocalEntry): Promise<boolean> {
-  if (!ctx.deferRacy) return false;
-  const large = entry.size > BULK_FILE_MAX;
+  const look = await firstLook(ctx, entry);
+  return look.moving || !(await look.settled());
+}
+
+/**
+ * stillWriting in two looks, for an upload that can stream its bytes meanwhile: `moving` is the
+ * first; `settled` waits out the rest of SETTLE_MS, looks again and answers whether the file stayed,
+ * to be awaited before the upload commits (a tus upload holds its last bytes back for it).
+ */
+export async function firstLook(ctx: SyncContext, entry: LocalEntry): Promise<{ moving: boolean; settled: () => Promise<boolean> }> {
+  const still = { moving: false, settled: () => Promise.resolve(true) };
+  if (!ctx.deferRacy) return still;
   const full = join(ctx.dir, entry.disk);
   const same = (now: { size: number; mtimeMs: number } | undefined) => now !== undefined && now.size === entry.size && now.mtimeMs === entry.mtimeMs;
-  let moving = !same(await statOf(full));
-  if (!moving && large && entry.mtimeMs > Date.now() - FRESH_MS) {
-    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
-    moving = !same(await statOf(full));
+  const lookedAt = Date.now();
+  if (!same(await statOf(full))) {
+    ctx.recheckLater = true;
+    return { moving: true, settled: () => Promise.resolve(false) };
   }
-  if (moving) ctx.recheckLater = true;
-  return moving;
+  if (entry.size <= BULK_FILE_MAX || entry.mtimeMs <= lookedAt - FRESH_MS) return still;
+  return {
+    moving: false,
+    settled: async () => {
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, lookedAt + SETTLE_MS - Date.now())));
+      const stayed = same(await statOf(full));
+      if (!stayed) ctx.recheckLater = true;
+      return stayed;
+    },
+  };
 }

@@ -4,7 +4,8 @@ import { ApiError } from '../sdk/errors';
 import type { BaseNode, RemoteNode } from './journal';
 import { byDepth, remoteChanged, type LocalNode, type Matched } from './match';
 import { LiveTree } from './live.tree';
-import { checkGuard, localSha, stillWriting, toBase, type SyncContext } from './context';
+import { checkGuard, firstLook, localSha, stillWriting, toBase, type SyncContext } from './context';
+import { StillWritingError } from './transfers';
 import { planPlaces, type Place, type PlaceStep } from './place.plan';
 import { batches, BULK_FILE_MAX } from './bulk.transfers';
 import { DELTA_THRESHOLD } from './delta.transfers';
@@ -155,6 +156,8 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
       done(await fn());
       actions++;
     } catch (err) {
+      // Left to the pass that the end of the write brings (firstLook asked for a recheck).
+      if (err instanceof StillWritingError) return;
       if (!(err instanceof ApiError)) throw err;
       if (err.code === 'QUOTA_EXCEEDED' || err.status === 507) {
         say(`quota exceeded: ${label}`);
@@ -174,11 +177,13 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
   const worker = async () => {
     for (let f = queue.shift(); f && !ctx.signal.aborted; f = queue.shift()) {
       const node = f;
-      if (await stillWriting(ctx, node.entry)) continue;
+      // The second look at a fresh file is taken while its bytes stream, before the upload commits.
+      const look = await firstLook(ctx, node.entry);
+      if (look.moving) continue;
       const label = path(node.id);
       // Read once: the service hashes what it receives, and the journal records the digest it answers.
       const { size, mtimeMs } = node.entry;
-      await transfer(label, () => ctx.transfers.uploadNew({ id: node.id, diskPath: node.entry.disk, path: label, name: node.name, folderId: node.parentId, size, mtimeMs }), (file) => {
+      await transfer(label, () => ctx.transfers.uploadNew({ id: node.id, diskPath: node.entry.disk, path: label, name: node.name, folderId: node.parentId, size, mtimeMs, settled: look.settled }), (file) => {
         put(fileOf(file, file.sha256 ?? ''), node.entry);
         say(`uploaded ${label}`);
       });

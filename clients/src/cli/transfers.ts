@@ -72,6 +72,13 @@ async function receive(res: Response, file: string, hash: Hash, progress: (done:
   }
 }
 
+/** A new file changed while its upload ran, before the upload committed: nothing was kept of it. */
+export class StillWritingError extends Error {
+  constructor() {
+    super('the file is still being written');
+  }
+}
+
 export class Transfers {
   private readonly delta: DeltaTransfers;
   /** Many small files to a request, both ways. */
@@ -160,16 +167,20 @@ export class Transfers {
    * read once, by the upload: the File answered carries the digest of what the service received. A
    * resumable upload is found again by the file's size and mtime, which a change of its bytes moves.
    */
-  async uploadNew(input: { id: string; diskPath: string; path: string; name: string; folderId: string; size: number; mtimeMs: number }): Promise<File> {
+  async uploadNew(input: { id: string; diskPath: string; path: string; name: string; folderId: string; size: number; mtimeMs: number; settled: () => Promise<boolean> }): Promise<File> {
     const full = join(this.dir, input.diskPath);
+    const stayed = async () => {
+      if (!(await input.settled())) throw new StillWritingError();
+    };
     if (input.size > RESUMABLE_THRESHOLD) {
       const fingerprint = `size ${input.size} mtime ${input.mtimeMs}`;
       const pending = this.journal.upload(input.id, input.path, fingerprint);
       const id = pending?.id ?? input.id;
-      const file = await this.resumable(full, input.path, input.size, fingerprint, { name: input.name, folderId: input.folderId || undefined, id }, id, pending?.url);
+      const file = await this.resumable(full, input.path, input.size, fingerprint, { name: input.name, folderId: input.folderId || undefined, id }, id, pending?.url, undefined, stayed);
       if (file.sha256) this.delta.sentWhole(full, file.sha256);
       return file;
     }
+    await stayed();
     const content = await openAsBlob(full);
     const file = await this.session.authed(() =>
       this.session.client.uploadFile({ content, name: input.name, folderId: input.folderId || undefined, id: input.id, signal: this.signal }),
@@ -210,6 +221,7 @@ export class Transfers {
     id: string,
     uploadUrl: string | undefined,
     ifMatch?: string,
+    beforeCommit?: () => Promise<void>,
   ): Promise<File> {
     // An upload this resource had for other bytes is ended first: the journal keeps one per resource.
     if (!uploadUrl) await this.terminate(this.journal.uploadOf(id));
@@ -221,6 +233,7 @@ export class Transfers {
         metadata,
         ifMatch,
         uploadUrl: url,
+        beforeCommit,
         signal: this.signal,
         onUploadUrl: (u) => this.journal.putUpload({ id, path, sha256: key, url: u }),
         onProgress: (sent) => bar.update(sent),
@@ -234,7 +247,8 @@ export class Transfers {
       this.journal.dropUpload(id);
       return file;
     } catch (err) {
-      if (err instanceof ApiError && err.status !== 429 && err.status < 500) this.journal.dropUpload(id);
+      // Ended on the service, or refused by it for good.
+      if (err instanceof StillWritingError || (err instanceof ApiError && err.status !== 429 && err.status < 500)) this.journal.dropUpload(id);
       throw err;
     } finally {
       bar.done();

@@ -20,8 +20,17 @@ export interface ResumableUploadOptions {
   /** Bytes per PATCH; by default the whole rest of the file in one (it is streamed from disk, and a
    * PATCH cut short still leaves its bytes on the service, so a resume starts where it stopped). */
   chunkSize?: number;
+  /**
+   * Awaited before the PATCH that completes the upload, which then carries the last TAIL_BYTES
+   * alone: the rest streams meanwhile. Throwing ends the upload on the service (its bytes go) and
+   * the upload fails with what was thrown. A caller checks there that the file stayed as it was.
+   */
+  beforeCommit?: () => Promise<void>;
   signal?: AbortSignal;
 }
+
+/** What the completing PATCH carries when `beforeCommit` holds it back. */
+const TAIL_BYTES = 1024 * 1024;
 
 function toError(err: Error & { originalResponse?: tus.HttpResponse | null }): Error {
   const res = err.originalResponse;
@@ -36,6 +45,22 @@ function toError(err: Error & { originalResponse?: tus.HttpResponse | null }): E
   return new ApiError(res.getStatus(), body?.error, Number.isFinite(retry) ? retry : undefined);
 }
 
+const READ_BYTES = 1024 * 1024;
+
+type FileSource = Awaited<ReturnType<tus.FileReader['openFile']>>;
+
+/** tus-js-client's source for a file on disk, read in READ_BYTES pieces (its own reads 64 KiB). */
+function fileSource(path: string, size: number): FileSource {
+  return {
+    size,
+    slice: (start: number, end: number) => {
+      const value = end > start ? Object.assign(createReadStream(path, { start, end: end - 1, highWaterMark: READ_BYTES }), { size: end - start }) : Buffer.alloc(0);
+      return Promise.resolve({ value, done: end >= size });
+    },
+    close: () => undefined,
+  };
+}
+
 /** Runs one tus upload to its end and answers the File the completing PATCH returned. */
 export async function resumableUpload(o: ResumableUploadOptions): Promise<P.File> {
   // Loaded on first use: most runs of the command never send a large file.
@@ -46,11 +71,30 @@ export async function resumableUpload(o: ResumableUploadOptions): Promise<P.File
     for (const [k, v] of Object.entries(o.metadata)) if (v !== undefined && v !== '') metadata[k] = v;
     const headers: Record<string, string> = { authorization: `Bearer ${o.token}` };
     if (o.ifMatch) headers['if-match'] = `"${o.ifMatch}"`;
-    const upload = new Upload(createReadStream(o.path), {
+    const { beforeCommit } = o;
+    const chunkSize = beforeCommit && o.size > TAIL_BYTES ? o.size - TAIL_BYTES : (o.chunkSize ?? Number.POSITIVE_INFINITY);
+    let committing = false;
+    // The file is read by `fileSource`; tus-js-client's input goes unused.
+    const upload = new Upload(Buffer.alloc(0), {
       endpoint: `${o.server}/v1/uploads`,
       uploadUrl: o.uploadUrl ?? null,
       uploadSize: o.size,
-      chunkSize: o.chunkSize ?? Number.POSITIVE_INFINITY,
+      chunkSize,
+      fileReader: { openFile: () => Promise.resolve(fileSource(o.path, o.size)) },
+      onBeforeRequest: async (req) => {
+        if (!beforeCommit || committing || req.getMethod() !== 'PATCH') return;
+        if (Number(req.getHeader('Upload-Offset')) + chunkSize < o.size) return;
+        committing = true;
+        try {
+          await beforeCommit();
+        } catch (err) {
+          o.signal?.removeEventListener('abort', onAbort);
+          // Aborted before the error reaches tus-js-client, which would retry it otherwise.
+          void upload.abort(true).catch(() => undefined);
+          reject(err);
+          throw err;
+        }
+      },
       metadata,
       headers,
       retryDelays: [0, 1000, 3000, 5000],
