@@ -156,19 +156,20 @@ export async function stillWriting(ctx: SyncContext, entry: LocalEntry): Promise
 /**
  * stillWriting in two looks, for an upload that can stream its bytes meanwhile: `moving` is the
  * first; `settled` waits out the rest of SETTLE_MS, looks again and answers whether the file stayed,
- * to be awaited before the upload commits (a tus upload holds its last bytes back for it).
+ * to be awaited before the upload commits (a tus upload holds its last bytes back for it). The
+ * pause is counted from the scan's own look, so the time spent hashing the file since counts too.
  */
 export async function firstLook(ctx: SyncContext, entry: LocalEntry): Promise<{ moving: boolean; settled: () => Promise<boolean> }> {
   const still = { moving: false, settled: () => Promise.resolve(true) };
   if (!ctx.deferRacy) return still;
   const full = join(ctx.dir, entry.disk);
   const same = (now: { size: number; mtimeMs: number } | undefined) => now !== undefined && now.size === entry.size && now.mtimeMs === entry.mtimeMs;
-  const lookedAt = Date.now();
+  const lookedAt = entry.seenAt ?? Date.now();
   if (!same(await statOf(full))) {
     ctx.recheckLater = true;
     return { moving: true, settled: () => Promise.resolve(false) };
   }
-  if (entry.size <= BULK_FILE_MAX || entry.mtimeMs <= lookedAt - FRESH_MS) return still;
+  if (entry.size <= BULK_FILE_MAX || entry.mtimeMs <= Date.now() - FRESH_MS) return still;
   return {
     moving: false,
     settled: async () => {

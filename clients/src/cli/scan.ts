@@ -14,6 +14,8 @@ export interface LocalEntry {
   ino: number;
   /** Read within its file system's mtime step of the mtime (`mtimeStep`): a write in the same step would leave size and mtime as they are. */
   racy: boolean;
+  /** When the scan read these figures (ms since the epoch): the first look at a file still being written (context.ts, `firstLook`). */
+  seenAt?: number;
 }
 
 /**
@@ -134,7 +136,7 @@ export async function scanLocal(dir: string, ignored: (path: string, isFolder: b
       if (++statted % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
       const type = st.isDirectory() ? 'folder' : st.isFile() ? 'file' : null;
       if (type === null || ignored(path, type === 'folder')) continue;
-      const entry: LocalEntry = { path, disk, type, size: type === 'file' ? st.size : 0, mtimeMs: st.mtimeMs, ino: st.ino, racy: isRacy(st.mtimeMs, readAt) };
+      const entry: LocalEntry = { path, disk, type, size: type === 'file' ? st.size : 0, mtimeMs: st.mtimeMs, ino: st.ino, racy: isRacy(st.mtimeMs, readAt), seenAt: readAt };
       if (scan.entries.has(path)) {
         scan.clashes.push(entry);
         continue;

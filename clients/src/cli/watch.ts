@@ -11,7 +11,7 @@ import { TreeWatcher } from './tree.watcher';
  * Quiet time after the last event before a pass: a burst of writes (a folder copied in, a large file
  * saved) is taken in one pass, and a file whose last write is this old is past its racy window (scan.ts).
  */
-const DEBOUNCE_MS = 200;
+const DEBOUNCE_MS = 100;
 const PERIODIC_SCAN_MS = 60_000;
 const FALLBACK_SCAN_MS = 5_000;
 const LONG_POLL_S = 25;
