@@ -32,6 +32,16 @@ async function offsetOf(url: string): Promise<number | string> {
   return res.ok ? Number(res.headers.get('upload-offset')) : `status ${res.status}`;
 }
 
+/** How many of this process's descriptors are open on `file`. */
+async function openDescriptorsOf(file: string): Promise<number> {
+  let n = 0;
+  for (const fd of await fs.readdir('/proc/self/fd')) {
+    const target = await fs.readlink(`/proc/self/fd/${fd}`).catch(() => '');
+    if (target === file) n++;
+  }
+  return n;
+}
+
 async function sample(name: string, size: number): Promise<{ file: string; bytes: Buffer }> {
   const bytes = randomBytes(size);
   const file = path.join(dir, name);
@@ -76,6 +86,9 @@ test('a check that throws fails the upload with its error and leaves nothing on 
   ).rejects.toBe(moved);
   // Not retried: the check ran once.
   expect(checks).toBe(1);
+  // The piece held back was never read: its descriptor is closed all the same.
+  await new Promise((r) => setTimeout(r, 50));
+  expect(await openDescriptorsOf(file)).toBe(0);
   // The upload is ended on the service (its DELETE is sent as the upload fails).
   const deadline = Date.now() + 5000;
   let held = await offsetOf(url);

@@ -1,4 +1,4 @@
-import { createReadStream } from 'node:fs';
+import { createReadStream, type ReadStream } from 'node:fs';
 import type * as tus from 'tus-js-client';
 import type * as P from '../../../shared/protocol';
 import { AbortedError, ApiError, NetworkError } from './errors';
@@ -49,15 +49,25 @@ const READ_BYTES = 1024 * 1024;
 
 type FileSource = Awaited<ReturnType<tus.FileReader['openFile']>>;
 
-/** tus-js-client's source for a file on disk, read in READ_BYTES pieces (its own reads 64 KiB). */
+/**
+ * tus-js-client's source for a file on disk, read in READ_BYTES pieces (its own reads 64 KiB).
+ * `close` destroys the streams of pieces not read to their end (a PATCH cut short, a piece held
+ * back by `beforeCommit`), which would otherwise keep their descriptors open.
+ */
 function fileSource(path: string, size: number): FileSource {
+  const open = new Set<ReadStream>();
   return {
     size,
     slice: (start: number, end: number) => {
-      const value = end > start ? Object.assign(createReadStream(path, { start, end: end - 1, highWaterMark: READ_BYTES }), { size: end - start }) : Buffer.alloc(0);
-      return Promise.resolve({ value, done: end >= size });
+      if (end <= start) return Promise.resolve({ value: Buffer.alloc(0), done: end >= size });
+      const stream = createReadStream(path, { start, end: end - 1, highWaterMark: READ_BYTES });
+      open.add(stream);
+      stream.once('close', () => open.delete(stream));
+      return Promise.resolve({ value: Object.assign(stream, { size: end - start }), done: end >= size });
     },
-    close: () => undefined,
+    close: () => {
+      for (const stream of open) stream.destroy();
+    },
   };
 }
 
@@ -74,13 +84,18 @@ export async function resumableUpload(o: ResumableUploadOptions): Promise<P.File
     const { beforeCommit } = o;
     const chunkSize = beforeCommit && o.size > TAIL_BYTES ? o.size - TAIL_BYTES : (o.chunkSize ?? Number.POSITIVE_INFINITY);
     let committing = false;
-    // The file is read by `fileSource`; tus-js-client's input goes unused.
+    // The file is read by `source`; tus-js-client's input goes unused.
+    const source = fileSource(o.path, o.size);
+    const ended = () => {
+      o.signal?.removeEventListener('abort', onAbort);
+      source.close();
+    };
     const upload = new Upload(Buffer.alloc(0), {
       endpoint: `${o.server}/v1/uploads`,
       uploadUrl: o.uploadUrl ?? null,
       uploadSize: o.size,
       chunkSize,
-      fileReader: { openFile: () => Promise.resolve(fileSource(o.path, o.size)) },
+      fileReader: { openFile: () => Promise.resolve(source) },
       onBeforeRequest: async (req) => {
         if (!beforeCommit || committing || req.getMethod() !== 'PATCH') return;
         if (Number(req.getHeader('Upload-Offset')) + chunkSize < o.size) return;
@@ -88,7 +103,7 @@ export async function resumableUpload(o: ResumableUploadOptions): Promise<P.File
         try {
           await beforeCommit();
         } catch (err) {
-          o.signal?.removeEventListener('abort', onAbort);
+          ended();
           // Aborted before the error reaches tus-js-client, which would retry it otherwise.
           void upload.abort(true).catch(() => undefined);
           reject(err);
@@ -105,11 +120,11 @@ export async function resumableUpload(o: ResumableUploadOptions): Promise<P.File
       },
       onProgress: (sent, total) => o.onProgress?.(sent, total),
       onError: (err) => {
-        o.signal?.removeEventListener('abort', onAbort);
+        ended();
         reject(o.signal?.aborted ? new AbortedError() : toError(err as Error & { originalResponse?: tus.HttpResponse | null }));
       },
       onSuccess: (payload) => {
-        o.signal?.removeEventListener('abort', onAbort);
+        ended();
         try {
           resolve(JSON.parse(payload.lastResponse.getBody()) as P.File);
         } catch {
@@ -118,6 +133,7 @@ export async function resumableUpload(o: ResumableUploadOptions): Promise<P.File
       },
     });
     const onAbort = () => {
+      ended();
       void upload.abort(false);
       reject(new AbortedError());
     };
