@@ -1,8 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import type { BenchContext } from './context';
 import { provisionUsers, type BenchUser } from './http.client';
 import { freePort, gatewayReady } from './stack';
@@ -16,7 +17,8 @@ import { SyncthingPair } from './syncthing.pair';
  * devices (`filesync sync DIR`) of one account through the service, and as `--once` on A then on B
  * (another account). The tools take turns in every case, their order swapped each repetition.
  * Completion is seen the same way for every tool: the receiving folder polled every 50 ms until its
- * files hold the written bytes; the time is that of the poll that first found them.
+ * files hold the written bytes; the time is that of the poll that first found them. Before each
+ * measurement, `sync` writes what earlier ones left in the page cache.
  */
 const CLI = path.resolve(__dirname, '../../../clients/bin/filesync.js');
 const MiB = 1024 * 1024;
@@ -191,6 +193,8 @@ export async function runSyncthing(ctx: BenchContext): Promise<ScenarioReport> {
         for (const tool of order) {
           await sleep(SETTLE_MS);
           await tool.settle();
+          // What earlier cases wrote goes to disk first: each tool starts without another's writeback.
+          await promisify(execFile)('sync');
           const start = process.hrtime.bigint();
           actions.length = 0;
           const ms = await c.run(tool, rep);
@@ -235,7 +239,7 @@ export async function runSyncthing(ctx: BenchContext): Promise<ScenarioReport> {
     notes: [
       `Syncthing: two instances with homes of their own, static addresses on 127.0.0.1, discovery, relays and NAT off, one folder with its watcher at a ${1} s delay (its fastest way to notice a write), normal priority.`,
       'filesync: two devices of one account running `filesync sync DIR` through a gateway and worker of the bench; the --once column runs `sync --once` on A after the write, then on B.',
-      'Times run from the first byte written on A until a poll of B (every 50 ms) finds identical bytes; tools alternate in every case, their order swapped each repetition.',
+      'Times run from the first byte written on A until a poll of B (every 50 ms) finds identical bytes; tools alternate in every case, their order swapped each repetition; `sync` before each, so none starts behind the writeback of another.',
     ],
     figures,
     details: { samples, watchingPhases: phases },

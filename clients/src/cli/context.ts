@@ -150,33 +150,38 @@ const SETTLE_MS = 250;
  */
 export async function stillWriting(ctx: SyncContext, entry: LocalEntry): Promise<boolean> {
   const look = await firstLook(ctx, entry);
-  return look.moving || !(await look.settled());
+  return look.moving || !(await look.settled);
 }
 
+/** How often a fresh large file is looked at until SETTLE_MS have passed: a write that resumes is seen within this. */
+const LOOK_EVERY_MS = 25;
+
 /**
- * stillWriting in two looks, for an upload that can stream its bytes meanwhile: `moving` is the
- * first; `settled` waits out the rest of SETTLE_MS, looks again and answers whether the file stayed,
- * to be awaited before the upload commits (a tus upload holds its last bytes back for it). The
- * pause is counted from the scan's own look, so the time spent hashing the file since counts too.
+ * stillWriting in two steps, for an upload that streams its bytes meanwhile: `moving` is the first
+ * look; `settled` keeps looking until SETTLE_MS after the scan's own look (time spent hashing the
+ * file since counts) and answers false as soon as the file moves, so an upload under way can be
+ * stopped at once, or true once it held still. A tus upload holds its last bytes back until then.
  */
-export async function firstLook(ctx: SyncContext, entry: LocalEntry): Promise<{ moving: boolean; settled: () => Promise<boolean> }> {
-  const still = { moving: false, settled: () => Promise.resolve(true) };
+export async function firstLook(ctx: SyncContext, entry: LocalEntry): Promise<{ moving: boolean; settled: Promise<boolean> }> {
+  const still = { moving: false, settled: Promise.resolve(true) };
   if (!ctx.deferRacy) return still;
   const full = join(ctx.dir, entry.disk);
   const same = (now: { size: number; mtimeMs: number } | undefined) => now !== undefined && now.size === entry.size && now.mtimeMs === entry.mtimeMs;
   const lookedAt = entry.seenAt ?? Date.now();
   if (!same(await statOf(full))) {
     ctx.recheckLater = true;
-    return { moving: true, settled: () => Promise.resolve(false) };
+    return { moving: true, settled: Promise.resolve(false) };
   }
   if (entry.size <= BULK_FILE_MAX || entry.mtimeMs <= Date.now() - FRESH_MS) return still;
-  return {
-    moving: false,
-    settled: async () => {
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, lookedAt + SETTLE_MS - Date.now())));
-      const stayed = same(await statOf(full));
-      if (!stayed) ctx.recheckLater = true;
-      return stayed;
-    },
-  };
+  const settled = (async () => {
+    for (let left = lookedAt + SETTLE_MS - Date.now(); ; left = lookedAt + SETTLE_MS - Date.now()) {
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(LOOK_EVERY_MS, left))));
+      if (!same(await statOf(full))) {
+        ctx.recheckLater = true;
+        return false;
+      }
+      if (left <= LOOK_EVERY_MS) return true;
+    }
+  })();
+  return { moving: false, settled };
 }

@@ -167,20 +167,30 @@ export class Transfers {
    * read once, by the upload: the File answered carries the digest of what the service received. A
    * resumable upload is found again by the file's size and mtime, which a change of its bytes moves.
    */
-  async uploadNew(input: { id: string; diskPath: string; path: string; name: string; folderId: string; size: number; mtimeMs: number; settled: () => Promise<boolean> }): Promise<File> {
+  async uploadNew(input: { id: string; diskPath: string; path: string; name: string; folderId: string; size: number; mtimeMs: number; settled: Promise<boolean> }): Promise<File> {
     const full = join(this.dir, input.diskPath);
-    const stayed = async () => {
-      if (!(await input.settled())) throw new StillWritingError();
-    };
     if (input.size > RESUMABLE_THRESHOLD) {
       const fingerprint = `size ${input.size} mtime ${input.mtimeMs}`;
       const pending = this.journal.upload(input.id, input.path, fingerprint);
       const id = pending?.id ?? input.id;
-      const file = await this.resumable(full, input.path, input.size, fingerprint, { name: input.name, folderId: input.folderId || undefined, id }, id, pending?.url, undefined, stayed);
-      if (file.sha256) this.delta.sentWhole(full, file.sha256);
-      return file;
+      // Streamed while the file is watched; stopped as soon as it moves, or held before its commit until it has held still.
+      const moved = new AbortController();
+      void input.settled.then((stayed) => stayed || moved.abort());
+      const stayed = async () => {
+        if (!(await input.settled)) throw new StillWritingError();
+      };
+      try {
+        const file = await this.resumable(full, input.path, input.size, fingerprint, { name: input.name, folderId: input.folderId || undefined, id }, id, pending?.url, undefined, { beforeCommit: stayed, stop: moved.signal });
+        if (file.sha256) this.delta.sentWhole(full, file.sha256);
+        return file;
+      } catch (err) {
+        if (!moved.signal.aborted || this.signal.aborted) throw err;
+        // Ended on the service: its bytes and the quota they held go now, not when it expires.
+        await this.terminate(this.journal.uploadOf(id));
+        throw new StillWritingError();
+      }
     }
-    await stayed();
+    if (!(await input.settled)) throw new StillWritingError();
     const content = await openAsBlob(full);
     const file = await this.session.authed(() =>
       this.session.client.uploadFile({ content, name: input.name, folderId: input.folderId || undefined, id: input.id, signal: this.signal }),
@@ -221,7 +231,8 @@ export class Transfers {
     id: string,
     uploadUrl: string | undefined,
     ifMatch?: string,
-    beforeCommit?: () => Promise<void>,
+    /** `beforeCommit` for the SDK; `stop` ends the upload where it is (the caller ends it on the service). */
+    hold?: { beforeCommit: () => Promise<void>; stop: AbortSignal },
   ): Promise<File> {
     // An upload this resource had for other bytes is ended first: the journal keeps one per resource.
     if (!uploadUrl) await this.terminate(this.journal.uploadOf(id));
@@ -233,8 +244,8 @@ export class Transfers {
         metadata,
         ifMatch,
         uploadUrl: url,
-        beforeCommit,
-        signal: this.signal,
+        beforeCommit: hold?.beforeCommit,
+        signal: hold ? AbortSignal.any([this.signal, hold.stop]) : this.signal,
         onUploadUrl: (u) => this.journal.putUpload({ id, path, sha256: key, url: u }),
         onProgress: (sent) => bar.update(sent),
       });

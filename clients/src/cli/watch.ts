@@ -10,8 +10,10 @@ import { TreeWatcher } from './tree.watcher';
 /**
  * Quiet time after the last event before a pass: a burst of writes (a folder copied in, a large file
  * saved) is taken in one pass, and a file whose last write is this old is past its racy window (scan.ts).
+ * It is the longest pause the kernel's dirty page throttling imposes on a writer (Linux's MAX_PAUSE):
+ * a shorter one starts passes in such pauses, whose uploads of the file then end unfinished.
  */
-const DEBOUNCE_MS = 100;
+const DEBOUNCE_MS = 200;
 const PERIODIC_SCAN_MS = 60_000;
 const FALLBACK_SCAN_MS = 5_000;
 const LONG_POLL_S = 25;
