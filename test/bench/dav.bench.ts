@@ -148,7 +148,7 @@ export async function runDav(ctx: BenchContext): Promise<ScenarioReport> {
   const tree = path.join(work, 'small');
   await fs.mkdir(tree, { recursive: true });
   await Promise.all(Array.from({ length: count }, (_, i) => fs.writeFile(path.join(tree, `f${i}.bin`), randomBytes(4096))));
-  const obscured = (await run('rclone', ['obscure', created.body.password])).stdout.trim();
+  const obscured = (await run('rclone', ['obscure', '--', created.body.password])).stdout.trim();
   const env = {
     ...process.env,
     RCLONE_CONFIG: path.join(work, 'rclone.conf'),

@@ -27,16 +27,21 @@ describe('rclone over WebDAV', () => {
     stack = await startStack();
     workdir = mkdtempSync(path.join(os.tmpdir(), 'rclone-'));
     const password = await createAppPassword(stack.admin, 'rclone');
-    const obscured = (await run('rclone', ['obscure', password.password])).output.trim();
+    const config = path.join(workdir, 'rclone.conf');
+    writeFileSync(config, '');
+    // `--`: an app password may begin with '-', which rclone would read as a flag. The output carries
+    // stderr too: the obscured password is its last line that is one base64url word.
+    const printed = (await run('rclone', ['obscure', '--', password.password], { RCLONE_CONFIG: config })).output;
+    const obscured = printed.split('\n').map((line) => line.trim()).filter((line) => /^[A-Za-z0-9_-]+$/.test(line)).pop();
+    if (!obscured) throw new Error(`rclone obscure printed no password: ${printed}`);
     rcloneEnv = {
-      RCLONE_CONFIG: path.join(workdir, 'rclone.conf'),
+      RCLONE_CONFIG: config,
       RCLONE_CONFIG_FS_TYPE: 'webdav',
       RCLONE_CONFIG_FS_URL: `${stack.gateway.baseUrl}/dav/`,
       RCLONE_CONFIG_FS_VENDOR: 'other',
       RCLONE_CONFIG_FS_USER: 'admin',
       RCLONE_CONFIG_FS_PASS: obscured,
     };
-    writeFileSync(rcloneEnv.RCLONE_CONFIG!, '');
   });
   afterAll(async () => {
     await stack.close();
