@@ -21,6 +21,8 @@ import { ContentCrcRepository } from '../../shared/content/content-crc.repositor
 import { createContentStore } from '../../shared/storage/store.factory';
 import { ChunkListRepository } from '../../shared/chunks/chunk-list.repository';
 import { withChunkListCleanup } from '../../shared/chunks/chunk-lists.cleanup';
+import { UploadsStreaming, uploadsStreamingKey, type MarkClient } from '../../shared/chunks/uploads.quiet';
+import { bullPrefix } from '../../shared/redis/redis.connection';
 import type { Logger } from '../../shared/logger';
 import { requireToken, requireUser } from './auth/auth.middleware';
 import { authRoutes } from './auth/auth.routes';
@@ -51,6 +53,7 @@ import { fileRoutes } from './files/files.routes';
 import { FilesService } from './files/files.service';
 import { errorHandler, notFoundHandler, refuseDeepJson } from './http/errors.middleware';
 import { requestLogger } from './http/request.logger';
+import { markUploadsStreaming } from './http/uploads.streaming';
 import { AdminGate } from './monitoring/dashboard.auth';
 import { dashboardRoutes } from './monitoring/dashboard.routes';
 import { docsRoutes } from './openapi/docs.routes';
@@ -158,6 +161,10 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const owners = new OwnerTransactions(db, deps.changes, userWriteGate(writeSlots, config.userWriteWaitMs));
   const thumbnailRequests = deps.thumbnailQueue ? new ThumbnailRequests(deps.thumbnailQueue, logger) : undefined;
   const chunkListRequests = deps.chunkListQueue ? new ChunkListRequests(deps.chunkListQueue, logger) : undefined;
+  const chunkListQueue = deps.chunkListQueue;
+  const streaming = chunkListQueue
+    ? new UploadsStreaming(async () => (await chunkListQueue.client) as unknown as MarkClient, uploadsStreamingKey(bullPrefix(config, config.queuePrefix)), logger)
+    : undefined;
   const writer = new ContentWriter(owners, store, logger, (content) => {
     thumbnailRequests?.committed(content);
     if (!content.listed) chunkListRequests?.committed(content);
@@ -235,6 +242,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.set('trust proxy', config.trustProxy);
   app.use(metrics.http());
   app.use(requestLogger(logger));
+  if (streaming) app.use(markUploadsStreaming(streaming));
 
   // Downloads first: no other route answers GET on a file's content, and each one passed costs CPU.
   mountDownloads(app, files, store, authenticated);
@@ -291,6 +299,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     close: async () => {
       principals.close();
       davLocks.close();
+      streaming?.close();
       await Promise.all([limits.close(), uploads.close()]);
     },
   };

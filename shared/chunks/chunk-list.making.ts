@@ -14,11 +14,12 @@ export async function makeChunkList(
   lists: ChunkListRepository,
   content: { storageKey: string; sha256: string },
   logger?: Logger,
+  pause?: () => Promise<void>,
 ): Promise<{ list: StoredChunkList; made: boolean }> {
   const kept = await lists.find(content.storageKey);
   if (kept) return { list: kept, made: false };
   const handle = await store.open(content.storageKey);
-  const chunks = await cut((await handle.read()) as AsyncIterable<Buffer>);
+  const chunks = await cut((await handle.read()) as AsyncIterable<Buffer>, pause);
   const list = { storageKey: content.storageKey, sha256: content.sha256, size: handle.size, chunks };
   if (await keepChunkList(lists, list, logger)) {
     // Removed while it was read: its removal may have come before the save, which would then stay.
@@ -27,10 +28,22 @@ export async function makeChunkList(
   return { list, made: true };
 }
 
-async function cut(pieces: AsyncIterable<Buffer>): Promise<ContentChunk[]> {
+/** Bytes cut between two calls of `pause`. */
+const PAUSE_EVERY = 8 * 1024 * 1024;
+
+/** Cuts the pieces as they come; every PAUSE_EVERY bytes, `pause` may hold the cutting (and the reading) back. */
+async function cut(pieces: AsyncIterable<Buffer>, pause?: () => Promise<void>): Promise<ContentChunk[]> {
   const chunker = new ContentChunker();
   const chunks: ContentChunk[] = [];
-  for await (const piece of pieces) chunks.push(...chunker.update(piece));
+  let sincePause = 0;
+  for await (const piece of pieces) {
+    chunks.push(...chunker.update(piece));
+    sincePause += piece.length;
+    if (pause && sincePause >= PAUSE_EVERY) {
+      sincePause = 0;
+      await pause();
+    }
+  }
   chunks.push(...chunker.finish());
   return chunks;
 }
