@@ -11,9 +11,9 @@ import type { Logger } from '../logger';
  */
 
 /** How long a mark lasts unless renewed: longer than the pause between two uploads of one client. */
-export const STREAMING_MARK_MS = 1_000;
+export const STREAMING_MARK_MS = 600;
 /** How often a gateway renews its mark while a body streams. */
-const RENEW_EVERY_MS = 250;
+const RENEW_EVERY_MS = 200;
 /** The longest a chunk list waits for quiet, from its job's creation. */
 export const LIST_DEFER_MAX_MS = 10_000;
 
