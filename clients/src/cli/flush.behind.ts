@@ -2,9 +2,11 @@ import type { FileHandle } from 'node:fs/promises';
 
 /**
  * Bytes of a download (assembled or whole) written between flushes behind the writes: the flush
- * before the rename then waits for the last stretch only, not for all of a large file at once.
+ * before the rename then waits for the last stretch only, not for all of a large file at once. Small,
+ * because the kernel starts writing dirty pages back on its own only after seconds or gigabytes: until
+ * the first flush the disk idles while the download outruns it.
  */
-const SYNC_EVERY = 128 * 1024 * 1024;
+const SYNC_EVERY = 16 * 1024 * 1024;
 
 /**
  * Flushes a file being written every SYNC_EVERY bytes, each flush behind the writes queued so far,
