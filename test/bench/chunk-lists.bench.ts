@@ -126,7 +126,7 @@ export async function runChunkLists(ctx: BenchContext): Promise<ScenarioReport> 
         const rates = ms.map((m, g) => (count[g]! * size.bytes) / MB / (m / 1000));
         const perSecond = ms.map((m, g) => count[g]! / (m / 1000));
         const overall = rates[0]! / rates[1]!;
-        const ratio = size.perBlock > 1 ? percentile([...blockRatios].sort((a, b) => a - b), 50) : overall;
+        const ratio = percentile([...blockRatios].sort((a, b) => a - b), 50);
         const bound = size.bytes >= MiB ? 0.9 : 0.95;
         const shown = size.bytes >= MiB ? rates.map((r) => `${fmt(r)} MB/s`) : perSecond.map((r) => `${fmt(r)} uploads/s`);
         const withLists = (count[0]! * size.bytes) / MB / ((ms[0]! + listsAfterMs) / 1000);
@@ -141,7 +141,7 @@ export async function runChunkLists(ctx: BenchContext): Promise<ScenarioReport> 
         ]);
         figures.push(figure('chunk-lists', `${size.label} ${method} upload with lists ahead`, 'throughput', 'MB/s', 'rate', rates[0]!, [{ name: 'the same without lists ahead', value: rates[1]! }]));
         details[`${size.label} ${method}`] = { ms, count, rates, blockRatios, listsAfterMs };
-        const spread = size.perBlock > 1 ? `per-block median ${fmt(ratio, 3)}, blocks ${blockRatios.map((r) => fmt(r, 2)).join(' ')}` : `totals, ${fmt(ratio, 3)}`;
+        const spread = size.perBlock > 1 ? `median ${fmt(ratio, 3)}, blocks ${blockRatios.map((r) => fmt(r, 2)).join(' ')}` : `median of ${blockRatios.length} pairs ${fmt(ratio, 3)}, totals ${fmt(overall, 3)}`;
         log(`chunk-lists: ${size.label} ${method}: ${shown.join(' vs ')} (${spread})`);
       }
       await fs.rm(src, { force: true });
@@ -156,7 +156,7 @@ export async function runChunkLists(ctx: BenchContext): Promise<ScenarioReport> 
     headers: ['size', 'method', 'uploads a side', 'lists ahead', 'no lists ahead', 'ratio: median of the blocks (bound); of the totals', 'list ready after the upload, per upload; ratio counting it'],
     rows,
     notes: [
-      'Two gateways of the same service on the same database, store, Redis and worker; CHUNK_LISTS_AHEAD=true on one, false on the other. Blocks of uploads alternate between them after a warm-up block each, the side going first swapped each block and the dirty pages flushed (sync) before each; the rates are the uploads\' own (each request until its answer), with the worker cutting the earlier uploads of its block beside them. For 100 MiB the ratio is the median of the blocks\' ratios, each of two sides run back to back (this host\'s speed drifts by more than the goal\'s margin over a minute), beside the ratio of the totals; 1 KiB uploads take turns one by one, and the ratio is that of the totals.',
+      'Two gateways of the same service on the same database, store, Redis and worker; CHUNK_LISTS_AHEAD=true on one, false on the other. Blocks of uploads alternate between them after a warm-up block each, the side going first swapped each block and the dirty pages flushed (sync) before each; the rates are the uploads\' own (each request until its answer), with the worker cutting the earlier uploads of its block beside them. The ratio is the median of the blocks\' ratios, each of two sides run back to back (this host\'s speed drifts by more than the goal\'s margin over a minute, and a flush stalled for a second would sway a ratio of totals), beside the ratio of the totals; 1 KiB uploads take turns one by one, a block being one upload a side.',
       'After a block of the lists side, the next block waits until the workers have made its lists; that wait is the last column, and the ratio beside it counts it as upload time (the cost when uploads follow each other on these two cores).',
       'Lists are asked for from 4 MiB on: a 1 KiB upload asks for none, and its ratio shows only the hook after its commit.',
     ],
