@@ -1,13 +1,13 @@
 import type { Logger } from '../logger';
 
 /**
- * Chunk lists are made when the uploads leave the machine quiet. Cutting a content at nice 19 still
- * slows an upload streaming beside it (the cores' caches and memory bandwidth are shared, and a
- * niced thread keeps whatever core it got), so while any gateway receives a large body it says so
- * in one Redis key that lapses unless renewed, and a chunk-list job waits for the key to lapse, at
- * most until LIST_DEFER_MAX_MS after it was enqueued: under uploads that never stop, lists are late
- * by that much and no more, and the first `GET /files/:id/chunks` of a content without its list
- * makes the list itself.
+ * Chunk lists are made when the uploads leave the machine quiet. Cutting at nice 19 still held
+ * back-to-back 100 MiB multipart uploads to 0.85-0.89 of their rate without lists
+ * (test/bench/chunk-lists.bench.ts): the cores' caches and memory bandwidth are shared whatever the
+ * priority. So while any gateway receives a large body it says so in one Redis key that lapses
+ * unless renewed, and a chunk-list job waits for the key to lapse, at most until LIST_DEFER_MAX_MS
+ * after it was enqueued: under uploads that never stop, lists are late by that much and no more, and
+ * the first `GET /files/:id/chunks` of a content without its list makes the list itself.
  */
 
 /** How long a mark lasts unless renewed: longer than the pause between two uploads of one client. */
