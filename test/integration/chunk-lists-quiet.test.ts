@@ -93,7 +93,8 @@ test('waiting for quiet ends when the mark lapses, at the deadline, and at once 
   t = Date.now();
   await untilUploadsQuiet(marks(), probe, Date.now() + 5_000);
   expect(Date.now() - t).toBeGreaterThanOrEqual(350);
-  expect(await redis.pttl(probe)).toBeLessThan(0);
+  // 0: lapsing within the millisecond, which the wait also takes for quiet.
+  expect(await redis.pttl(probe)).toBeLessThanOrEqual(0);
 
   // Renewed without end: the deadline lets it go.
   await redis.set(probe, '1', 'PX', 60_000);
