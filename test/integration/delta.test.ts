@@ -87,28 +87,6 @@ describe.each(DRIVERS)('delta uploads on the %s driver', (driver) => {
     expect(res.body.chunks.length).toBeGreaterThan(3);
   });
 
-  test('GET chunks with made=only answers a list made already, and NOT_FOUND without making one', async () => {
-    const bytes = randomBytes(3 * 1024 * 1024);
-    const { id, rev } = await fileWith(bytes);
-    const res = await api.get(`/v1/files/${id}/chunks?made=only`);
-    expect(res.status).toBe(404);
-    expect(res.body.error.code).toBe('NOT_FOUND');
-    // Nothing was made by asking.
-    const { storage_key: key } = await stack.env.db('resources').where({ id }).first('storage_key');
-    expect(await stack.env.db('content_chunk_lists').where({ storage_key: key }).first()).toBeUndefined();
-
-    expect((await api.get(`/v1/files/${id}/chunks`)).status).toBe(200);
-    const made = await api.get(`/v1/files/${id}/chunks?made=only`);
-    expect(made.status).toBe(200);
-    expect(made.headers.get('etag')).toBe(`"${sha256(bytes)}"`);
-    expect(made.body).toMatchObject({ fileId: id, rev, size: bytes.length, sha256: sha256(bytes), chunks: chunksOf(bytes) });
-
-    const wrong = await api.get(`/v1/files/${id}/chunks?made=yes`);
-    expect(wrong.status).toBe(400);
-    expect(wrong.body.error.code).toBe('INVALID_REQUEST');
-    expect((await api.get(`/v1/files/${newId()}/chunks?made=only`)).status).toBe(404);
-  });
-
   test('a delta inserting bytes at the start and overwriting the middle becomes the new content, the old one kept as a version', async () => {
     const base = randomBytes(4 * 1024 * 1024);
     const { id, rev } = await fileWith(base);

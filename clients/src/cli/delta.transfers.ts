@@ -92,16 +92,14 @@ export class DeltaTransfers {
   }
 
   /**
-   * After a whole download of a large file: its chunk list, if the service's worker made it already,
-   * is kept, so the next delta download copies from the local copy without reading it. Only a list
-   * made already: asked for one not made yet, the gateway would read and cut the whole content itself
-   * right after serving it. Best effort: without it, the next delta download cuts the local copy,
-   * around the changes only.
+   * After a whole download of a large file: its chunk list, which the service makes when the content
+   * is written, is kept, so the next delta download copies from the local copy without reading it.
+   * Best effort: without it, the next delta download cuts the local copy instead.
    */
   async receivedWhole(id: string, sha256: string, size: number): Promise<void> {
     if (size < DELTA_THRESHOLD || this.journal.chunkList(sha256)) return;
     try {
-      const list = await this.session.authed(() => fetchChunkList(this.session.client, id, this.signal, { madeOnly: true }));
+      const list = await this.session.authed(() => fetchChunkList(this.session.client, id, this.signal));
       if (list.sha256 === sha256 && list.chunking.algorithm === CHUNKING.algorithm) this.journal.putChunkList(sha256, list.chunks);
     } catch (err) {
       if (err instanceof AbortedError) throw err;

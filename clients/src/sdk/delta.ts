@@ -71,10 +71,9 @@ export async function* deltaBody(
   yield Buffer.of(DELTA_RECORD.end);
 }
 
-/** `GET /files/:id/chunks`: the chunk list of the file's current content; `madeOnly`: only one made already (`?made=only`), else an ApiError NOT_FOUND. */
-export async function fetchChunkList(client: FilesyncClient, id: string, signal?: AbortSignal, options: { madeOnly?: boolean } = {}): Promise<ChunkList> {
-  const path = `/files/${enc(id)}/chunks${options.madeOnly ? '?made=only' : ''}`;
-  return readJson(await client.request({ method: 'GET', path, idempotent: true, signal }));
+/** `GET /files/:id/chunks`: the chunk list of the file's current content. */
+export async function fetchChunkList(client: FilesyncClient, id: string, signal?: AbortSignal): Promise<ChunkList> {
+  return readJson(await client.request({ method: 'GET', path: `/files/${enc(id)}/chunks`, idempotent: true, signal }));
 }
 
 /**

@@ -25,22 +25,12 @@ export class ChunkListsService {
     private readonly logger?: Logger,
   ) {}
 
-  /**
-   * The list of the file's current content. `madeOnly`: only a list already kept, else NOT_FOUND,
-   * for a client that can do without it (one keeping it after a whole download), so that asking
-   * never makes the gateway read and cut the content before the worker does.
-   */
-  async of(userId: string, fileId: string, options: { madeOnly?: boolean } = {}): Promise<ChunkList> {
+  async of(userId: string, fileId: string): Promise<ChunkList> {
     // A content replaced between reading the row and opening its bytes: the row is read again.
     for (let attempt = 0; ; attempt++) {
       const file = isId(fileId) ? await this.resources.findActive(userId, fileId, 'file') : undefined;
       if (!file) throw notFound('no such file');
       if (!file.storageKey || !file.contentSha256) throw notFound('this file has no content');
-      if (options.madeOnly) {
-        const kept = await this.lists.find(file.storageKey);
-        if (!kept) throw notFound('no chunk list is made for this content yet');
-        return present(file, kept.chunks);
-      }
       try {
         const list = await this.listOf(file);
         return present(file, list.chunks);

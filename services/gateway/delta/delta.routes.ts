@@ -1,5 +1,4 @@
 import { Router } from 'express';
-import { invalid } from '../../../shared/errors';
 import { principalOf, type requireUser } from '../auth/auth.middleware';
 import { singleParam } from '../http/request';
 import { toFileView } from '../files/files.presenter';
@@ -18,9 +17,7 @@ export function deltaRoutes(chunkLists: ChunkListsService, delta: DeltaService, 
   const router = Router();
 
   router.get('/files/:id/chunks', authenticated, async (req, res) => {
-    const made = req.query.made;
-    if (made !== undefined && made !== 'only') throw invalid('made: only "only" is accepted');
-    const list = await chunkLists.of(principalOf(req).userId, singleParam(req, 'id'), { madeOnly: made === 'only' });
+    const list = await chunkLists.of(principalOf(req).userId, singleParam(req, 'id'));
     res.setHeader('ETag', `"${list.sha256}"`);
     res.setHeader('Repr-Digest', reprDigest(list.sha256));
     res.setHeader('Cache-Control', 'private, no-cache');
