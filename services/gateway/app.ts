@@ -22,6 +22,7 @@ import { createContentStore } from '../../shared/storage/store.factory';
 import { ChunkListRepository } from '../../shared/chunks/chunk-list.repository';
 import { withChunkListCleanup } from '../../shared/chunks/chunk-lists.cleanup';
 import { UploadsStreaming, uploadsStreamingKey, type MarkClient } from '../../shared/chunks/uploads.quiet';
+import { ListClaims, type ClaimClient } from '../../shared/chunks/list.claims';
 import { bullPrefix } from '../../shared/redis/redis.connection';
 import type { Logger } from '../../shared/logger';
 import { requireToken, requireUser } from './auth/auth.middleware';
@@ -165,6 +166,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const streaming = chunkListQueue
     ? new UploadsStreaming(async () => (await chunkListQueue.client) as unknown as MarkClient, uploadsStreamingKey(bullPrefix(config, config.queuePrefix)), logger)
     : undefined;
+  const listClaims = chunkListQueue ? new ListClaims(async () => (await chunkListQueue.client) as unknown as ClaimClient, bullPrefix(config, config.queuePrefix)) : undefined;
   const writer = new ContentWriter(owners, store, logger, (content) => {
     thumbnailRequests?.committed(content);
     if (!content.listed) chunkListRequests?.committed(content);
@@ -267,7 +269,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   v1.use(uploads.router);
   // Raw content bodies of any type, so also ahead of the JSON parser.
   v1.use(contentRoutes(content, storage, config.maxUploadBytes, authenticated));
-  v1.use(deltaModule({ db, store, content, maxUploadBytes: config.maxUploadBytes, authenticated, logger }));
+  v1.use(deltaModule({ db, store, content, maxUploadBytes: config.maxUploadBytes, authenticated, logger, listClaims }));
   v1.use(bulkRoutes(new BulkService(store, files, content, config.maxUploadBytes), authenticated));
   v1.use(express.json({ limit: '1mb', strict: true, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
   v1.use(deviceRoutes(new DevicesService(devices), registerLimit, new UserDevicesService(devices, principals), authenticated));

@@ -4,6 +4,7 @@ import type { Db } from '../../shared/db/knex';
 import type { Logger } from '../../shared/logger';
 import { makeChunkList } from '../../shared/chunks/chunk-list.making';
 import { ChunkListRepository } from '../../shared/chunks/chunk-list.repository';
+import { ListClaims, type ClaimClient } from '../../shared/chunks/list.claims';
 import { LIST_DEFER_MAX_MS, untilUploadsQuiet, uploadsStreamingKey, type MarkClient } from '../../shared/chunks/uploads.quiet';
 import { CHUNK_LIST_QUEUE, type ChunkListJobData, type ChunkListJobResult } from '../../shared/queue/chunk-list.contract';
 import { bullPrefix, closingWith, connectRedis } from '../../shared/redis/redis.connection';
@@ -14,13 +15,15 @@ import { ContentNotFoundError, type ContentStore } from '../../shared/storage/co
  * is read. Where it is built, in the worker's background process, whose every thread runs at nice 19
  * (background.child.ts), so lists take only what uploads and sync batches leave of the cores; and
  * a job starts, and goes on cutting, only while no gateway receives a large body, at most until
- * LIST_DEFER_MAX_MS after it was enqueued (shared/chunks/uploads.quiet.ts).
+ * LIST_DEFER_MAX_MS after it was enqueued (shared/chunks/uploads.quiet.ts). A content a gateway is
+ * cutting already, for a device that asked first, is left to it (shared/chunks/list.claims.ts).
  */
 export async function consumeChunkLists(config: Config, db: Db, logger: Logger, store: ContentStore): Promise<Worker<ChunkListJobData, ChunkListJobResult>> {
   const lists = new ChunkListRepository(db);
   const connection = connectRedis(config, 'blocking');
   const streaming = uploadsStreamingKey(bullPrefix(config, config.queuePrefix));
   const marks = connection as unknown as MarkClient;
+  const claims = new ListClaims(async () => connection as unknown as ClaimClient, bullPrefix(config, config.queuePrefix));
   const worker = closingWith(
     new Worker<ChunkListJobData, ChunkListJobResult>(
       CHUNK_LIST_QUEUE,
@@ -30,13 +33,15 @@ export async function consumeChunkLists(config: Config, db: Db, logger: Logger, 
         try {
           await quiet();
           const waited = Date.now() - started;
-          const { list, made } = await makeChunkList(store, lists, job.data, logger, quiet);
-          const result = { made: made ? 1 : 0, chunks: list.chunks.length, gone: 0 };
+          const claim = await claims.claim(job.data.storageKey);
+          if (!claim) return { made: 0, chunks: 0, gone: 0, elsewhere: 1 };
+          const { list, made } = await makeChunkList(store, lists, job.data, logger, quiet).finally(() => claim.release());
+          const result = { made: made ? 1 : 0, chunks: list.chunks.length, gone: 0, elsewhere: 0 };
           logger.debug({ jobId: job.id, ...result, waitedMs: waited, ms: Date.now() - started }, 'chunk list job done');
           return result;
         } catch (err) {
           // Replaced and removed before its turn: nothing to describe.
-          if (err instanceof ContentNotFoundError) return { made: 0, chunks: 0, gone: 1 };
+          if (err instanceof ContentNotFoundError) return { made: 0, chunks: 0, gone: 1, elsewhere: 0 };
           throw err;
         }
       },

@@ -18,10 +18,12 @@ export interface ChunkListJobData {
 }
 
 export interface ChunkListJobResult {
-  /** 1 when the list was made, 0 when it was kept already or the content was gone. */
+  /** 1 when the list was made, 0 when it was kept already, cut elsewhere or the content was gone. */
   made: number;
   chunks: number;
   gone: number;
+  /** 1 when a gateway was cutting it already (shared/chunks/list.claims.ts): its list is left to it. */
+  elsewhere: number;
 }
 
 /** Derived from the key (BullMQ refuses ':' in custom ids): enqueueing one content twice adds nothing while its job waits. */

@@ -5,6 +5,7 @@ import type { ResourceRepository } from '../../../shared/db/repositories/resourc
 import type { ResourceRecord } from '../../../shared/db/repositories/resource.record';
 import type { ChunkListRepository, StoredChunkList } from '../../../shared/chunks/chunk-list.repository';
 import { keepChunkList, makeChunkList } from '../../../shared/chunks/chunk-list.making';
+import type { ListClaims } from '../../../shared/chunks/list.claims';
 import { CHUNKING, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
 import { ContentNotFoundError, type ContentStore } from '../../../shared/storage/content.store';
 
@@ -12,8 +13,14 @@ import { ContentNotFoundError, type ContentStore } from '../../../shared/storage
  * Chunk lists of files' current contents (`GET /files/:id/chunks`), kept under the content's key: a
  * worker makes the list of a large whole upload after its commit (shared/queue/chunk-list.contract.ts),
  * so the upload itself pays nothing for it; a delta upload keeps the list it checked; any other
- * content's list is made from the stored bytes the first time it is asked for.
+ * content's list is made from the stored bytes the first time it is asked for, unless a worker or
+ * another gateway is cutting it (shared/chunks/list.claims.ts): that list is awaited, for at most
+ * WAIT_FOR_MAKER_MS, as a device asks for it right after downloading the content, while the
+ * worker's job for it often runs.
  */
+/** How long a request waits for another maker's list before cutting its own: the device's pass waits as long. */
+const WAIT_FOR_MAKER_MS = 2000;
+
 export class ChunkListsService {
   /** Lists being made, by content key, so that devices asking together read the bytes once. */
   private readonly making = new Map<string, Promise<StoredChunkList>>();
@@ -23,6 +30,7 @@ export class ChunkListsService {
     private readonly store: ContentStore,
     private readonly lists: ChunkListRepository,
     private readonly logger?: Logger,
+    private readonly claims?: ListClaims,
   ) {}
 
   async of(userId: string, fileId: string): Promise<ChunkList> {
@@ -56,12 +64,24 @@ export class ChunkListsService {
     if (kept) return kept;
     let making = this.making.get(key);
     if (!making) {
-      making = makeChunkList(this.store, this.lists, { storageKey: key, sha256: file.contentSha256! }, this.logger)
-        .then(({ list }) => list)
-        .finally(() => this.making.delete(key));
+      making = this.make(key, file.contentSha256!).finally(() => this.making.delete(key));
       this.making.set(key, making);
     }
     return making;
+  }
+
+  private async make(storageKey: string, sha256: string): Promise<StoredChunkList> {
+    let claim = await this.claims?.claim(storageKey);
+    if (this.claims && !claim) {
+      const made = await this.claims.waitWhileHeld(storageKey, () => this.lists.find(storageKey), Date.now() + WAIT_FOR_MAKER_MS);
+      if (made) return made;
+      claim = await this.claims.claim(storageKey);
+    }
+    try {
+      return (await makeChunkList(this.store, this.lists, { storageKey, sha256 }, this.logger)).list;
+    } finally {
+      await claim?.release();
+    }
   }
 }
 
