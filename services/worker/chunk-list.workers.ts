@@ -34,9 +34,11 @@ export async function consumeChunkLists(config: Config, db: Db, logger: Logger, 
           await quiet();
           const waited = Date.now() - started;
           const claim = await claims.claim(job.data.storageKey);
-          if (!claim) return { made: 0, chunks: 0, gone: 0, elsewhere: 1 };
-          const { list, made } = await makeChunkList(store, lists, job.data, logger, quiet).finally(() => claim.release());
-          const result = { made: made ? 1 : 0, chunks: list.chunks.length, gone: 0, elsewhere: 0 };
+          let result: ChunkListJobResult = { made: 0, chunks: 0, gone: 0, elsewhere: 1 };
+          if (claim) {
+            const { list, made } = await makeChunkList(store, lists, job.data, logger, quiet).finally(() => claim.release());
+            result = { made: made ? 1 : 0, chunks: list.chunks.length, gone: 0, elsewhere: 0 };
+          }
           logger.debug({ jobId: job.id, ...result, waitedMs: waited, ms: Date.now() - started }, 'chunk list job done');
           return result;
         } catch (err) {
