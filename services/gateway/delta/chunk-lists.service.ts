@@ -9,6 +9,9 @@ import type { ListClaims } from '../../../shared/chunks/list.claims';
 import { CHUNKING, type ChunkList, type ContentChunk } from '../../../shared/protocol/chunking';
 import { ContentNotFoundError, type ContentStore } from '../../../shared/storage/content.store';
 
+/** How long a request waits for another maker's list before cutting its own: the device's pass waits as long. */
+const WAIT_FOR_MAKER_MS = 2000;
+
 /**
  * Chunk lists of files' current contents (`GET /files/:id/chunks`), kept under the content's key: a
  * worker makes the list of a large whole upload after its commit (shared/queue/chunk-list.contract.ts),
@@ -18,9 +21,6 @@ import { ContentNotFoundError, type ContentStore } from '../../../shared/storage
  * WAIT_FOR_MAKER_MS, as a device asks for it right after downloading the content, while the
  * worker's job for it often runs.
  */
-/** How long a request waits for another maker's list before cutting its own: the device's pass waits as long. */
-const WAIT_FOR_MAKER_MS = 2000;
-
 export class ChunkListsService {
   /** Lists being made, by content key, so that devices asking together read the bytes once. */
   private readonly making = new Map<string, Promise<StoredChunkList>>();
