@@ -1,48 +1,36 @@
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
-import { Api } from '../support/client';
+import type { Api } from '../support/client';
 import { waitFor } from '../support/fixtures';
-import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
-import { spawnWorker, stopWorker, type WorkerProcess } from '../support/workers';
+import { startChunkLists, stopChunkLists, type ChunkListsSetup } from '../support/chunk-lists';
+import { spawnWorker } from '../support/workers';
 import { uploadsStreamingKey } from '../../shared/chunks/uploads.quiet';
 import { CLAIM_MS, ListClaims, listClaimKey, type ClaimClient } from '../../shared/chunks/list.claims';
 import { DELTA_MIN_BYTES } from '../../shared/protocol/chunking';
 import { CHUNK_LIST_QUEUE, chunkListJobId } from '../../shared/queue/chunk-list.contract';
-import { bullPrefix, connectRedis, type RedisConnection } from '../../shared/redis/redis.connection';
+import type { RedisConnection } from '../../shared/redis/redis.connection';
 
 /**
  * One content's chunk list is cut once across gateways and workers (shared/chunks/list.claims.ts):
  * the maker holds a lapsing claim in Redis, a gateway asked for the list waits for its holder, a
  * worker leaves the list to it.
  */
-let env: TestEnv;
-let gateway: RunningGateway;
+let setup: ChunkListsSetup;
 let api: Api;
 let redis: RedisConnection;
 let prefix: string;
 let claims: ListClaims;
-let worker: WorkerProcess | undefined;
 
 beforeAll(async () => {
-  env = await createTestEnv();
-  gateway = await startGateway(env);
-  ({ api } = await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password));
-  redis = connectRedis(env.config, 'producer');
-  // A producer queues nothing before it is connected, and a claim that cannot be asked for is granted.
-  if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
-  prefix = bullPrefix(env.config, env.config.queuePrefix);
+  setup = await startChunkLists();
+  ({ api, redis, prefix } = setup);
   claims = new ListClaims(async () => redis as unknown as ClaimClient, prefix);
 });
 
-afterAll(async () => {
-  if (worker) await stopWorker(worker, 'SIGKILL');
-  redis?.disconnect();
-  await gateway?.close();
-  await env?.dropAll();
-});
+afterAll(() => stopChunkLists(setup));
 
-const storageKeyOf = async (fileId: string): Promise<string> => (await env.db('resources').where({ id: fileId }).first('storage_key')).storage_key;
-const listed = async (storageKey: string) => (await env.db('content_chunk_lists').where({ storage_key: storageKey }).first()) !== undefined;
+const storageKeyOf = async (fileId: string): Promise<string> => (await setup.env.db('resources').where({ id: fileId }).first('storage_key')).storage_key;
+const listed = async (storageKey: string) => (await setup.env.db('content_chunk_lists').where({ storage_key: storageKey }).first()) !== undefined;
 
 test('a claim is held by one maker at a time, freed by its release, and lapses when its holder stops renewing it', async () => {
   const key = `probe-${Date.now()}`;
@@ -75,7 +63,7 @@ test('a gateway asked for a list another maker is cutting waits for it, then cut
   expect(file.status).toBe(201);
   const storageKey = await storageKeyOf(file.body.id);
   // No worker runs in this test: the list exists only once the gateway makes it.
-  await env.db('content_chunk_lists').where({ storage_key: storageKey }).delete();
+  await setup.env.db('content_chunk_lists').where({ storage_key: storageKey }).delete();
   await redis.set(listClaimKey(prefix, storageKey), 'a worker', 'PX', 60_000);
   let answered: number | undefined;
   const asked = api.request('GET', `/v1/files/${file.body.id}/chunks`).then((res) => {
@@ -97,7 +85,7 @@ test('a gateway asked for a list another maker is cutting waits for it, then cut
 test('a claim held past the wait does not hold the request: the gateway cuts the list itself', async () => {
   const file = await api.upload({}, { name: 'stuck.bin', content: randomBytes(DELTA_MIN_BYTES + 4096) });
   const storageKey = await storageKeyOf(file.body.id);
-  await env.db('content_chunk_lists').where({ storage_key: storageKey }).delete();
+  await setup.env.db('content_chunk_lists').where({ storage_key: storageKey }).delete();
   await redis.set(listClaimKey(prefix, storageKey), 'a stuck maker', 'PX', 60_000);
   const res = await api.request('GET', `/v1/files/${file.body.id}/chunks`);
   expect(res.status).toBe(200);
@@ -108,7 +96,7 @@ test('a claim held past the wait does not hold the request: the gateway cuts the
 });
 
 test("a worker's job leaves a list a gateway is cutting to that gateway", async () => {
-  worker = await spawnWorker(env);
+  setup.worker = await spawnWorker(setup.env);
   const queue = new Queue(CHUNK_LIST_QUEUE, { connection: redis, prefix });
   try {
     // A mark of uploads streaming holds the job back until the claim is taken, as a gateway would.

@@ -1,39 +1,30 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { Api } from '../support/client';
+import type { Api } from '../support/client';
 import { waitFor } from '../support/fixtures';
-import { ADMIN, createTestEnv, startGateway, type RunningGateway, type TestEnv } from '../support/harness';
-import { spawnWorker, stopWorker, type WorkerProcess } from '../support/workers';
+import { startChunkLists, stopChunkLists, type ChunkListsSetup } from '../support/chunk-lists';
+import { spawnWorker } from '../support/workers';
 import { STREAMING_MARK_MS, UploadsStreaming, untilUploadsQuiet, uploadsStreamingKey, type MarkClient } from '../../shared/chunks/uploads.quiet';
 import { DELTA_MIN_BYTES } from '../../shared/protocol/chunking';
-import { bullPrefix, connectRedis, type RedisConnection } from '../../shared/redis/redis.connection';
+import type { RedisConnection } from '../../shared/redis/redis.connection';
 
 /**
  * Chunk lists wait for the uploads to leave the machine quiet (shared/chunks/uploads.quiet.ts): a
  * gateway marks every large body while it streams, and the worker's list jobs wait for the mark to
  * lapse, at most a bounded time.
  */
-let env: TestEnv;
-let gateway: RunningGateway;
+let setup: ChunkListsSetup;
 let api: Api;
 let redis: RedisConnection;
 let key: string;
-let worker: WorkerProcess | undefined;
 
 beforeAll(async () => {
-  env = await createTestEnv();
-  gateway = await startGateway(env);
-  ({ api } = await new Api(gateway.baseUrl).login(ADMIN.username, ADMIN.password));
-  redis = connectRedis(env.config, 'producer');
-  key = uploadsStreamingKey(bullPrefix(env.config, env.config.queuePrefix));
+  setup = await startChunkLists();
+  ({ api, redis } = setup);
+  key = uploadsStreamingKey(setup.prefix);
 });
 
-afterAll(async () => {
-  if (worker) await stopWorker(worker, 'SIGKILL');
-  redis?.disconnect();
-  await gateway?.close();
-  await env?.dropAll();
-});
+afterAll(() => stopChunkLists(setup));
 
 const marks = () => redis as unknown as MarkClient;
 
@@ -42,7 +33,7 @@ const marks = () => redis as unknown as MarkClient;
  * status once answered.
  */
 function slowPut(fileId: string, bytes: number, everyMs: number): { answered: Promise<number> } {
-  const url = new URL(`/v1/files/${fileId}/content`, gateway.baseUrl);
+  const url = new URL(`/v1/files/${fileId}/content`, setup.gateway.baseUrl);
   const req = http.request(url, { method: 'PUT', headers: { authorization: `Bearer ${api.token}`, 'content-type': 'application/octet-stream', 'content-length': bytes } });
   const answered = new Promise<number>((resolve, reject) => {
     req.on('response', (res) => {
@@ -123,15 +114,15 @@ test('one gateway counts its bodies: the mark is renewed until the last one ends
 });
 
 test('a chunk list is made once the large bodies streaming beside it have ended', async () => {
-  worker = await spawnWorker(env);
+  setup.worker = await spawnWorker(setup.env);
   const target = await api.upload({}, { name: 'slow-target.bin', content: 'x' });
   // About 3 s of a 3 MiB body, 64 KiB every 60 ms.
   const put = slowPut(target.body.id, 3 * 1024 * 1024, 60);
   expect(await waitFor(async () => (await redis.pttl(key)) > 0, 2_000, 20)).toBe(true);
   const big = await api.upload({}, { name: 'listed.bin', content: randomBytes(DELTA_MIN_BYTES + 1) });
   expect(big.status).toBe(201);
-  const { storage_key: storageKey } = await env.db('resources').where({ id: big.body.id }).first('storage_key');
-  const listed = async () => (await env.db('content_chunk_lists').where({ storage_key: storageKey }).first()) !== undefined;
+  const { storage_key: storageKey } = await setup.env.db('resources').where({ id: big.body.id }).first('storage_key');
+  const listed = async () => (await setup.env.db('content_chunk_lists').where({ storage_key: storageKey }).first()) !== undefined;
   // Not while the body streams (its job is queued: the worker takes a new job within milliseconds).
   await new Promise((r) => setTimeout(r, 1_000));
   expect(await redis.pttl(key)).toBeGreaterThan(0);
