@@ -104,3 +104,33 @@ describe('a file created on the server without content', () => {
     expect((await a.api.getFile(id)).size).toBe('written here'.length);
   });
 });
+
+describe('a rename onto a name the server keeps', () => {
+  test('a folder renamed onto the name of one deleted here, which the server filled meanwhile: both kept, no churn', async () => {
+    const a = await account();
+    const [one, two] = [await tempDir('clash-1'), await tempDir('clash-2')];
+    for (const d of ['docs', 'dir']) await fs.mkdir(path.join(one, d));
+    await fs.writeFile(path.join(one, 'docs', 'old.txt'), 'old docs');
+    await fs.writeFile(path.join(one, 'dir', 'mine.txt'), 'mine');
+    await once(one, a.env('one'));
+    await once(two, a.env('two'));
+    // Here: docs deleted, dir renamed to docs. There, meanwhile: a new file in docs.
+    await fs.rm(path.join(one, 'docs'), { recursive: true });
+    await fs.rename(path.join(one, 'dir'), path.join(one, 'docs'));
+    await fs.writeFile(path.join(two, 'docs', 'new.txt'), 'new in docs');
+    await once(two, a.env('two'));
+    const sent = await once(one, a.env('one'));
+    expect(sent.stdout).not.toContain('.filesync-swap-');
+    expect(sent.stdout).toContain('conflict: kept docs as ');
+    const tree = await readTree(one);
+    // The server's docs came back with what it gained; the renamed folder is kept beside it with its file.
+    expect(tree.has('docs/new.txt')).toBe(true);
+    const copy = [...tree.keys()].find((k) => k.endsWith('/mine.txt'));
+    expect(copy).toBeDefined();
+    expect(copy!.startsWith('docs/')).toBe(false);
+    expect(sorted(await serverTree(a.api))).toEqual(sorted(tree));
+    expect((await once(one, a.env('one'))).stdout).toBe('');
+    await once(two, a.env('two'));
+    expect(sorted(await readTree(two))).toEqual(sorted(tree));
+  });
+});

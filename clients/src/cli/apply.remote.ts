@@ -126,7 +126,10 @@ async function applyChanges(
         const back = rn.type === 'folder' && !live.has(id) && unseen.has(id) && !matched.unknown.has(id) && live.has(rn.parentId);
         if (!back) continue;
         const target = join(ctx.dir, live.disk(rn.parentId)!, rn.name);
-        if (live.childNamed(rn.parentId, rn.name) !== undefined || (await exists(target))) continue;
+        // Its name taken here by a local create or move not yet sent: that one yields, kept as a conflicted copy.
+        const occupant = live.childNamed(rn.parentId, rn.name);
+        if (occupant !== undefined && (!(await yieldsName(occupant)) || (await keepAsCopy(occupant)) === undefined)) continue;
+        if (await exists(target)) continue;
         await fs.mkdir(target);
         live.set(id, rn.parentId, rn.name, 'folder');
         j.putBase(toBase(rn, await statOf(target)));

@@ -21,7 +21,8 @@ export function swapName(name: string): string {
  * the server: a node goes as soon as its target is free, and when every remaining one waits on
  * another (a → b with b → a, or two files swapped across folders) one of them is first renamed to a
  * temporary name in its folder, which breaks the cycle. A node that both moves and is renamed goes
- * in two steps, whichever intermediate place is free. Answers batches in which each node appears at
+ * in two steps, whichever intermediate place is free. A node whose place another keeps (a clash the
+ * pull resolves) is left where it is. Answers batches in which each node appears at
  * most once, so that every op's `baseRev` can be the rev the previous batch answered.
  */
 export function planPlaces(current: Map<string, Place>, targets: Map<string, Place>): PlaceStep[][] {
@@ -39,6 +40,16 @@ export function planPlaces(current: Map<string, Place>, targets: Map<string, Pla
   const below = (parentId: string, id: string) => {
     for (let cur: string | undefined = parentId, guard = 0; cur && guard < 4096; cur = pos.get(cur)?.parentId, guard++) if (cur === id) return true;
     return false;
+  };
+  // The nodes holding the places a node's next step needs.
+  const blockers = (id: string): string[] => {
+    const cur = pos.get(id)!;
+    const to = targets.get(id)!;
+    const places = cur.parentId !== to.parentId ? [{ parentId: to.parentId, name: cur.name }, { parentId: cur.parentId, name: to.name }] : [to];
+    return places.flatMap((p) => {
+      const h = held.get(key(p));
+      return h !== undefined && h !== id ? [h] : [];
+    });
   };
   const steps: PlaceStep[] = [];
   const place = (id: string, to: Place) => {
@@ -74,8 +85,11 @@ export function planPlaces(current: Map<string, Place>, targets: Map<string, Pla
       progressed = true;
     }
     if (left.size === 0 || progressed) continue;
-    // Every remaining node waits on another: one steps aside under a temporary name.
-    const id = [...left].find((i) => !below(targets.get(i)!.parentId, i)) ?? [...left][0]!;
+    // Every remaining node waits on another: one of a cycle steps aside under a temporary name. A
+    // node whose place is held by one that stays is not planned: stepping aside would free nothing.
+    const cycling = [...left].filter((i) => blockers(i).some((h) => left.has(h)));
+    if (cycling.length === 0) break;
+    const id = cycling.find((i) => !below(targets.get(i)!.parentId, i)) ?? cycling[0]!;
     rename(id, swapName(targets.get(id)!.name));
   }
   const batches: PlaceStep[][] = [];
