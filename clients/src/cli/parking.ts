@@ -34,8 +34,14 @@ export async function unparkAll(dir: string, base: Map<string, BaseNode>, device
     if ((await statOf(join(dir, parentOf(to)))) === undefined) to = wanted.slice(wanted.lastIndexOf('/') + 1);
     if ((await statOf(join(dir, to))) !== undefined) {
       const parent = parentOf(to);
-      const copy = conflictedName(to.slice(to.lastIndexOf('/') + 1), device);
-      to = parent ? `${parent}/${copy}` : copy;
+      const name = to.slice(to.lastIndexOf('/') + 1);
+      const at = new Date();
+      // A rename replaces what it lands on: a copy of this name made in the same second is never that.
+      for (let n = 1; ; n++) {
+        const copy = conflictedName(name, device, at, n);
+        to = parent ? `${parent}/${copy}` : copy;
+        if ((await statOf(join(dir, to))) === undefined) break;
+      }
     }
     await fs.rename(join(dir, PARKING, id), join(dir, to));
     restored.push(to);

@@ -160,11 +160,14 @@ export function sha256File(path: string): Promise<string> {
   });
 }
 
-/** `<stem> (conflicted copy <device> <YYYY-MM-DD HHMMSS>)<ext>`, in the device's local time. */
-export function conflictedName(name: string, device: string, at = new Date()): string {
+/**
+ * `<stem> (conflicted copy <device> <YYYY-MM-DD HHMMSS>)<ext>`, in the device's local time; the
+ * `n`th copy of one name made in one second ends its stamp with ` <n>`.
+ */
+export function conflictedName(name: string, device: string, at = new Date(), n = 1): string {
   const dot = name.lastIndexOf('.');
   const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
   const p = (n: number) => String(n).padStart(2, '0');
   const stamp = `${at.getFullYear()}-${p(at.getMonth() + 1)}-${p(at.getDate())} ${p(at.getHours())}${p(at.getMinutes())}${p(at.getSeconds())}`;
-  return `${stem} (conflicted copy ${device} ${stamp})${ext}`;
+  return `${stem} (conflicted copy ${device} ${stamp}${n > 1 ? ` ${n}` : ''})${ext}`;
 }
