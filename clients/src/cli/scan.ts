@@ -167,7 +167,7 @@ export function sha256File(path: string): Promise<string> {
 export function conflictedName(name: string, device: string, at = new Date(), n = 1): string {
   const dot = name.lastIndexOf('.');
   const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
-  const p = (n: number) => String(n).padStart(2, '0');
-  const stamp = `${at.getFullYear()}-${p(at.getMonth() + 1)}-${p(at.getDate())} ${p(at.getHours())}${p(at.getMinutes())}${p(at.getSeconds())}`;
+  const pad = (v: number) => String(v).padStart(2, '0');
+  const stamp = `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())} ${pad(at.getHours())}${pad(at.getMinutes())}${pad(at.getSeconds())}`;
   return `${stem} (conflicted copy ${device} ${stamp}${n > 1 ? ` ${n}` : ''})${ext}`;
 }
