@@ -37,13 +37,27 @@ export async function sendOps(ctx: SyncContext, ops: SyncOp[], label: (op: SyncO
   return done;
 }
 
-/** Ops left in the outbox by a run that was killed: sent again with their opIds (duplicates are no-ops). */
+/**
+ * Ops left in the outbox by a run that was killed: sent again with their opIds (duplicates are
+ * no-ops). A rename or move the service holds now was this device's intent: it becomes the merge
+ * base's place, so that the pull does not bring it down as the server's change over the local one
+ * (undoing a swap half made) and the push sends what the disk did since. The base's rev stays: a
+ * duplicate answers the rev now, which may include another device's later change.
+ */
 export async function flushOutbox(ctx: SyncContext): Promise<void> {
-  const pending = ctx.journal.outbox();
+  const j = ctx.journal;
+  const pending = j.outbox();
   if (pending.length === 0) return;
   const ops = pending.map((p) => JSON.parse(p.op) as SyncOp);
-  await sendOps(ctx, ops, (op) => op.resourceId ?? '', () => undefined);
-  ctx.journal.clearOutbox(pending.map((p) => p.opId));
+  const base = j.base();
+  await sendOps(ctx, ops, (op) => op.resourceId ?? '', (op) => {
+    const b = op.resourceId === undefined ? undefined : base.get(op.resourceId);
+    if (!b || (op.type !== 'move' && op.type !== 'update')) return;
+    const next = op.type === 'move' ? { ...b, parentId: op.payload.parentId ?? '' } : { ...b, name: op.payload.name };
+    base.set(b.id, next);
+    j.putBase(next);
+  });
+  j.clearOutbox(pending.map((p) => p.opId));
 }
 
 /**
