@@ -3,6 +3,7 @@ import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { FilesyncClient } from '../../clients/src/sdk';
 import { startStack, type TestStack } from '../support/stack';
+import { conflictedName } from '../../clients/src/cli/scan';
 import { cliAccount, readTree, serverTree, sorted, syncOnceOk, tempDir } from './cli.support';
 
 /** docs/CLIENT.md guarantees 1 and 5 for renames that swap names, and files created on the server without content. */
@@ -132,5 +133,47 @@ describe('a rename onto a name the server keeps', () => {
     expect((await once(one, a.env('one'))).stdout).toBe('');
     await once(two, a.env('two'));
     expect(sorted(await readTree(two))).toEqual(sorted(tree));
+  });
+});
+
+describe('conflicted copies of one name in one second', () => {
+  /** Copies of `name` by device `one` for the next ten seconds, held here already as synced files. */
+  const holdCopyNames = async (dir: string, name: string) => {
+    const now = Date.now();
+    const taken = Array.from({ length: 10 }, (_, k) => conflictedName(name, 'one', new Date(now + k * 1000)));
+    for (const copy of taken) await fs.writeFile(path.join(dir, copy), `copy ${copy}`);
+    return taken;
+  };
+
+  test('a new local file at a name the server filled meanwhile becomes the next free copy, without waiting for the clock', async () => {
+    const a = await account();
+    const dir = await tempDir('copies');
+    const taken = await holdCopyNames(dir, 'a.txt');
+    await once(dir, a.env('one'));
+    await a.api.uploadFile({ content: Buffer.from('the server a.txt'), name: 'a.txt' });
+    await fs.writeFile(path.join(dir, 'a.txt'), 'the local a.txt');
+    const res = await once(dir, a.env('one'));
+    const copy = /conflict: kept a\.txt as (a \(conflicted copy one \d{4}-\d\d-\d\d \d{6} \d+\)\.txt)/.exec(res.stdout)?.[1];
+    expect(copy).toBeDefined();
+    expect(await fs.readFile(path.join(dir, copy!), 'utf8')).toBe('the local a.txt');
+    expect(await fs.readFile(path.join(dir, 'a.txt'), 'utf8')).toBe('the server a.txt');
+    for (const name of taken) expect(await fs.readFile(path.join(dir, name), 'utf8')).toBe(`copy ${name}`);
+    expect(sorted(await readTree(dir))).toEqual(sorted(await serverTree(a.api)));
+    expect((await once(dir, a.env('one'))).stdout).toBe('');
+  });
+
+  test('two local names equal after NFC: the second becomes the next free copy', async () => {
+    const a = await account();
+    const dir = await tempDir('copies-nfc');
+    const taken = await holdCopyNames(dir, '\u00e9t\u00e9.txt');
+    await once(dir, a.env('one'));
+    await fs.writeFile(path.join(dir, '\u00e9t\u00e9.txt'), 'composed');
+    await fs.writeFile(path.join(dir, 'e\u0301te\u0301.txt'), 'decomposed');
+    const res = await once(dir, a.env('one'));
+    expect(res.stdout).toMatch(/conflict: kept \u00e9t\u00e9\.txt as \u00e9t\u00e9 \(conflicted copy one \d{4}-\d\d-\d\d \d{6} \d+\)\.txt/);
+    const contents = await Promise.all((await fs.readdir(dir)).filter((n) => !n.startsWith('.')).map((n) => fs.readFile(path.join(dir, n), 'utf8')));
+    expect(contents).toEqual(expect.arrayContaining(['composed', 'decomposed', ...taken.map((t) => `copy ${t}`)]));
+    expect(sorted(await readTree(dir))).toEqual(sorted(await serverTree(a.api)));
+    expect((await once(dir, a.env('one'))).stdout).toBe('');
   });
 });

@@ -5,7 +5,7 @@ import { byDepth, foldersWithUnseen, pathIn, remoteChanged, type Matched } from 
 import { LiveTree } from './live.tree';
 import { localSha, skipFailed, statOf, toBase, type SyncContext } from './context';
 import { applyDeletions, guardLocalDeletions } from './apply.deletions';
-import { conflictedName, joinPath } from './scan';
+import { conflictedName, freeConflictedName, joinPath } from './scan';
 import { park, PARKING, unparkAll } from './parking';
 import { RemoteFetcher, type Fetch } from './apply.fetch';
 
@@ -52,10 +52,9 @@ async function applyChanges(
   const keepAsCopy = async (id: string): Promise<string | undefined> => {
     const node = live.get(id);
     if (!node) return undefined;
-    const copy = conflictedName(node.name, ctx.session.deviceName);
     const from = live.disk(id)!;
     const parentDisk = live.disk(node.parentId) ?? '';
-    if (await exists(join(ctx.dir, parentDisk, copy))) return undefined;
+    const copy = await freeConflictedName(join(ctx.dir, parentDisk), node.name, ctx.session.deviceName);
     await fs.rename(join(ctx.dir, from), join(ctx.dir, parentDisk, copy));
     live.set(id, node.parentId, copy, node.type);
     const copyPath = live.path(id)!;

@@ -2,14 +2,14 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { Change } from '../../../shared/protocol';
 import { applyRemote } from './apply.remote';
-import { statOf, type SyncContext } from './context';
+import type { SyncContext } from './context';
 import { STATE_DIR, type BaseNode, type RemoteNode } from './journal';
 import { matchLocal, relinkMoved, type Matched } from './match';
 import { unparkAll } from './parking';
 import { isSafeId, localNameProblem } from './local.names';
 import { pathIn } from './match';
 import { flushOutbox, pushLocal } from './push.local';
-import { baseName, conflictedName, loadIgnore, parentOf, scanLocal, type LocalScan } from './scan';
+import { baseName, freeConflictedName, loadIgnore, parentOf, scanLocal, type LocalScan } from './scan';
 
 /** Reads the change feed from the journal's cursor into the journal's remote tree. */
 export async function pull(ctx: SyncContext): Promise<number> {
@@ -57,11 +57,9 @@ async function separateClashes(ctx: SyncContext, scan: LocalScan): Promise<boole
       scan.entries.set(clash.path, clash);
       e = first;
     }
-    const copy = conflictedName(baseName(e.path), ctx.session.deviceName);
     const parent = parentOf(e.disk);
+    const copy = await freeConflictedName(join(ctx.dir, parent), baseName(e.path), ctx.session.deviceName);
     const to = parent ? `${parent}/${copy}` : copy;
-    // A copy made in the same second under the same name is not replaced: this one waits a pass.
-    if ((await statOf(join(ctx.dir, to))) !== undefined) continue;
     await fs.rename(join(ctx.dir, e.disk), join(ctx.dir, to));
     ctx.reporter.line(`conflict: kept ${e.path} as ${to.normalize('NFC')}`);
     ctx.journal.addConflict(to.normalize('NFC'));

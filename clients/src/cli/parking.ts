@@ -4,7 +4,7 @@ import { statOf } from './context';
 import { STATE_DIR, type BaseNode } from './journal';
 import { assertSafeId, isSafeId } from './local.names';
 import { pathIn } from './match';
-import { conflictedName, parentOf } from './scan';
+import { freeConflictedName, parentOf } from './scan';
 
 /**
  * Where a node waits, named by its resource id, while the server's renames swap its name with
@@ -34,14 +34,8 @@ export async function unparkAll(dir: string, base: Map<string, BaseNode>, device
     if ((await statOf(join(dir, parentOf(to)))) === undefined) to = wanted.slice(wanted.lastIndexOf('/') + 1);
     if ((await statOf(join(dir, to))) !== undefined) {
       const parent = parentOf(to);
-      const name = to.slice(to.lastIndexOf('/') + 1);
-      const at = new Date();
-      // A rename replaces what it lands on: a copy of this name made in the same second is never that.
-      for (let n = 1; ; n++) {
-        const copy = conflictedName(name, device, at, n);
-        to = parent ? `${parent}/${copy}` : copy;
-        if ((await statOf(join(dir, to))) === undefined) break;
-      }
+      const copy = await freeConflictedName(join(dir, parent), to.slice(to.lastIndexOf('/') + 1), device);
+      to = parent ? `${parent}/${copy}` : copy;
     }
     await fs.rename(join(dir, PARKING, id), join(dir, to));
     restored.push(to);

@@ -171,3 +171,22 @@ export function conflictedName(name: string, device: string, at = new Date(), n 
   const stamp = `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())} ${pad(at.getHours())}${pad(at.getMinutes())}${pad(at.getSeconds())}`;
   return `${stem} (conflicted copy ${device} ${stamp}${n > 1 ? ` ${n}` : ''})${ext}`;
 }
+
+/**
+ * The first conflicted-copy name of `name` that nothing holds in the folder `parent` (a full path):
+ * a rename replaces what it lands on, and a second copy of one name in one second must not wait for
+ * the clock (a pass that waits for it only repeats itself).
+ */
+export async function freeConflictedName(parent: string, name: string, device: string, at = new Date()): Promise<string> {
+  for (let n = 1; ; n++) {
+    const copy = conflictedName(name, device, at, n);
+    const taken = await fs.lstat(join(parent, copy)).then(
+      () => true,
+      (err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return false;
+        throw err;
+      },
+    );
+    if (!taken) return copy;
+  }
+}
