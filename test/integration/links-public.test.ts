@@ -136,6 +136,19 @@ describe.each(DRIVERS)('share links, public side, on the %s driver', (driver) =>
     expect(entries).toEqual(expected);
   });
 
+  test('maxDownloads: a 304, a 412 and a 416 send no bytes and count no download', async () => {
+    const l = await link({ resourceId: files['shared/a.txt'], maxDownloads: 1 });
+    const first = await api.get(`/v1/files/${files['shared/a.txt']}`);
+    const etag = `"${(first.body as { sha256: string }).sha256}"`;
+    const url = `/v1/public/${l.token}/content`;
+    expect((await anon.get(url, { 'if-none-match': etag })).status).toBe(304);
+    expect((await anon.get(url, { 'if-match': '"0000"' })).status).toBe(412);
+    expect((await anon.get(url, { range: 'bytes=100-200' })).status).toBe(416);
+    expect((await api.get(`/v1/links/${l.id}`)).body).toMatchObject({ downloads: 0, maxDownloads: 1 });
+    expect((await anon.get(url, { 'if-match': etag })).text).toBe('alpha');
+    expect((await anon.get(url)).body).toEqual(GONE);
+  });
+
   test('maxDownloads: two racing downloads of the last one, exactly one gets it; then every request is 404', async () => {
     const l = await link({ resourceId: files['shared/a.txt'], maxDownloads: 1 });
     const both = await Promise.all([anon.get(`/v1/public/${l.token}/content`), anon.get(`/v1/public/${l.token}/content`)]);

@@ -24,7 +24,7 @@ export function notModified(req: Request, etag: string | undefined): boolean {
 }
 
 /** If-Match on a read: the client wants these bytes only if they are still the version it names. */
-function preconditionFails(req: Request, etag: string | undefined): boolean {
+export function preconditionFails(req: Request, etag: string | undefined): boolean {
   const header = req.headers['if-match'];
   if (!header) return false;
   return !etag || !listHas(header, etag);

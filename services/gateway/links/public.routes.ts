@@ -3,7 +3,7 @@ import { AppError, invalid } from '../../../shared/errors';
 import type { LinkRepository } from '../../../shared/db/repositories/link.repository';
 import type { ContentStore } from '../../../shared/storage/content.store';
 import { clientAddress } from '../auth/rate.limits';
-import { contentEtag, notModified, sendContent, setContentHeaders } from '../content/content.download';
+import { contentEtag, notModified, preconditionFails, sendContent, setContentHeaders } from '../content/content.download';
 import type { FilesService } from '../files/files.service';
 import { refuseDeepJson } from '../http/errors.middleware';
 import { paging, queryString, singleParam } from '../http/request';
@@ -38,9 +38,12 @@ function setDownloadHeaders(res: Response): void {
   res.setHeader('Cache-Control', 'no-store');
 }
 
-/** True when this response will send the content from its first byte: a GET of all of it, or of a range from 0. */
+/**
+ * True when this response will send the content from its first byte: a GET of all of it, or of a
+ * range from 0, whose If-Match holds (a 412 sends nothing).
+ */
 function startsAtZero(req: Request, size: number, etag: string | undefined): boolean {
-  if (req.method !== 'GET') return false;
+  if (req.method !== 'GET' || preconditionFails(req, etag)) return false;
   if (!/^ *bytes=/.test(req.headers.range ?? '')) return true;
   const ifRange = req.headers['if-range'];
   if (ifRange !== undefined && !(etag !== undefined && ifRange.includes(etag))) return true;
