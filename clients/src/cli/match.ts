@@ -73,7 +73,10 @@ export function matchLocal(base: Map<string, BaseNode>, scan: LocalScan, ignored
     if (free(atPath) && (atPath.ino === b.ino || !scan.stableInodes)) found = atPath;
     else {
       const moved = byIno.get(b.ino);
-      if (free(moved) && (b.type === 'folder' || (moved.size === b.size && moved.mtimeMs === b.mtimeMs))) found = moved;
+      // A file found by its inode elsewhere is the same file when its size and mtime say so (an inode
+      // is reused once freed). One whose folder the base no longer holds has no other place to be
+      // found at: its inode alone says it is the file, edited or not.
+      if (free(moved) && (b.type === 'folder' || expected === undefined || (moved.size === b.size && moved.mtimeMs === b.mtimeMs))) found = moved;
       else if (free(atPath)) found = atPath;
     }
     if (!found) {
