@@ -43,3 +43,18 @@ test('a file whose folder the base no longer holds and whose inode is nowhere is
   expect(matched.local.has(idF)).toBe(false);
   expect(matched.unknown.has(idF)).toBe(true);
 });
+
+
+test('such a file never takes what another node of the base finds at its own place', () => {
+  // Its inode now belongs to c.txt (freed, then reused), which the base holds at that place.
+  const idC = 'c'.repeat(32);
+  const matched = matchLocal(
+    // Listed first, so a matcher that looked at b.txt in turn would take Docs/c.txt before c.txt does.
+    base([node(idF, idOld, 'b.txt', 'file', 12, 16, 1000), node(idNew, '', 'Docs', 'folder', 10), node(idC, idNew, 'c.txt', 'file', 12, 5, 1000)]),
+    scanOf([entry('Docs', 'folder', 10), entry('Docs/c.txt', 'file', 12, 5, 1000)]),
+    none,
+  );
+  expect(matched.local.get(idC)).toMatchObject({ isNew: false, name: 'c.txt' });
+  expect(matched.local.has(idF)).toBe(false);
+  expect(matched.unknown.has(idF)).toBe(true);
+});

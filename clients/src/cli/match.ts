@@ -49,7 +49,9 @@ export function byDepth<T extends { parentId: string }>(nodes: Map<string, T>): 
  * Finds each journal node on disk: at the path its (possibly moved) parent gives it, else by inode
  * (a rename keeps the inode, and a renamed file keeps its size and mtime), else it is gone.
  * Whatever is left on disk is new and gets a fresh id. Where inode numbers are not stable, only the
- * path counts here, and `relinkMoved` finds renamed files by their content.
+ * path counts here, and `relinkMoved` finds renamed files by their content. A node whose folder the
+ * base no longer holds (the server deleted it after moving the node out) has no path of its own: it
+ * is looked for last, among what no other node took, by inode, else it is unknown (never deleted).
  */
 export function matchLocal(base: Map<string, BaseNode>, scan: LocalScan, ignored: (path: string, isFolder: boolean) => boolean): Matched {
   const claimed = new Map<string, string>();
@@ -58,6 +60,13 @@ export function matchLocal(base: Map<string, BaseNode>, scan: LocalScan, ignored
   const byIno = new Map<number, LocalEntry>();
   if (scan.stableInodes) for (const e of scan.entries.values()) byIno.set(e.ino, e);
   const isUnreadable = (path: string) => scan.unreadable.some((u) => u === '' || path === u || path.startsWith(`${u}/`));
+
+  const claim = (id: string, found: LocalEntry) => {
+    claimed.set(found.path, id);
+    local.set(id, { id, parentId: '', name: baseName(found.path), entry: found, isNew: false });
+  };
+  const freeFor = (b: BaseNode) => (e: LocalEntry | undefined): e is LocalEntry => e !== undefined && !claimed.has(e.path) && e.type === b.type;
+  const placeless: string[] = [];
 
   for (const id of byDepth(base)) {
     const b = base.get(id)!;
@@ -68,24 +77,26 @@ export function matchLocal(base: Map<string, BaseNode>, scan: LocalScan, ignored
     const parentPath = b.parentId === '' ? '' : local.get(b.parentId)?.entry.path ?? pathIn(base, b.parentId);
     const expected = parentPath === undefined ? undefined : joinPath(parentPath, b.name);
     const atPath = expected === undefined ? undefined : scan.entries.get(expected);
-    const free = (e: LocalEntry | undefined): e is LocalEntry => e !== undefined && !claimed.has(e.path) && e.type === b.type;
+    const free = freeFor(b);
     let found: LocalEntry | undefined;
     if (free(atPath) && (atPath.ino === b.ino || !scan.stableInodes)) found = atPath;
     else {
       const moved = byIno.get(b.ino);
-      // A file found by its inode elsewhere is the same file when its size and mtime say so (an inode
-      // is reused once freed). One whose folder the base no longer holds has no other place to be
-      // found at: its inode alone says it is the file, edited or not.
-      if (free(moved) && (b.type === 'folder' || expected === undefined || (moved.size === b.size && moved.mtimeMs === b.mtimeMs))) found = moved;
+      if (free(moved) && (b.type === 'folder' || (moved.size === b.size && moved.mtimeMs === b.mtimeMs))) found = moved;
       else if (free(atPath)) found = atPath;
     }
-    if (!found) {
-      // Not seen: unknown (never deleted) when its place could not be read or is ignored now.
-      if (expected === undefined || isUnreadable(expected) || ignored(expected, b.type === 'folder')) unknown.add(id);
-      continue;
-    }
-    claimed.set(found.path, id);
-    local.set(id, { id, parentId: '', name: baseName(found.path), entry: found, isNew: false });
+    if (found) claim(id, found);
+    else if (expected === undefined) placeless.push(id);
+    // Not seen: unknown (never deleted) when its place could not be read or is ignored now.
+    else if (isUnreadable(expected) || ignored(expected, b.type === 'folder')) unknown.add(id);
+  }
+  // Nodes whose folder the base no longer holds, once every other node has taken what is its own:
+  // by inode alone (edited or not, it is the same file).
+  for (const id of placeless) {
+    const b = base.get(id)!;
+    const moved = byIno.get(b.ino);
+    if (!(b.parentId && unknown.has(b.parentId)) && freeFor(b)(moved)) claim(id, moved);
+    else unknown.add(id);
   }
   for (const e of scan.entries.values()) {
     if (claimed.has(e.path)) continue;
