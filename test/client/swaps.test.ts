@@ -4,7 +4,7 @@ import path from 'node:path';
 import { FilesyncClient } from '../../clients/src/sdk';
 import { startStack, type TestStack } from '../support/stack';
 import { conflictedName } from '../../clients/src/cli/scan';
-import { cliAccount, readTree, serverTree, sorted, syncOnceOk, tempDir } from './cli.support';
+import { cliAccount, readTree, serverTree, sha256, sorted, syncOnceOk, tempDir } from './cli.support';
 
 /** docs/CLIENT.md guarantees 1 and 5 for renames that swap names, and files created on the server without content. */
 let stack: TestStack;
@@ -75,6 +75,33 @@ describe('renames that swap names', () => {
     expect(sorted(await readTree(two))).toEqual(sorted(await serverTree(a.api)));
     expect((await once(one, a.env('one'))).stdout).toBe('');
     expect((await once(two, a.env('two'))).stdout).toBe('');
+  });
+
+  test('a file swapped into the place of one whose size and mtime it shares is sent, though its own folder is deleted', async () => {
+    // Two files of one size written in one tick of the kernel's clock share their mtime (set here
+    // outright). After the swap, the one at Notes.md has the stat Notes.md had; its inode is another.
+    const a = await account();
+    const [one, two] = [await tempDir('swaps-1'), await tempDir('swaps-2')];
+    await fs.mkdir(path.join(one, 'docs'));
+    await fs.writeFile(path.join(one, 'Notes.md'), 'notes, first line\n');
+    await fs.writeFile(path.join(one, 'docs', 'x.txt'), 'x, the other text\n');
+    const tick = new Date('2026-11-20T10:00:00.004Z');
+    for (const f of ['Notes.md', 'docs/x.txt']) await fs.utimes(path.join(one, f), tick, tick);
+    await once(one, a.env('one'));
+    await once(two, a.env('two'));
+
+    await fs.rename(path.join(one, 'Notes.md'), path.join(one, 'tmp'));
+    await fs.rename(path.join(one, 'docs', 'x.txt'), path.join(one, 'Notes.md'));
+    await fs.rename(path.join(one, 'tmp'), path.join(one, 'docs', 'x.txt'));
+    await fs.rm(path.join(one, 'docs'), { recursive: true });
+    await once(one, a.env('one'));
+
+    const tree = await serverTree(a.api);
+    expect(sorted(tree)).toEqual(sorted(await readTree(one)));
+    expect(tree.get('Notes.md')).toBe(sha256('x, the other text\n'));
+    await once(two, a.env('two'));
+    expect(await fs.readFile(path.join(two, 'Notes.md'), 'utf8')).toBe('x, the other text\n');
+    expect(sorted(await readTree(two))).toEqual(sorted(tree));
   });
 });
 

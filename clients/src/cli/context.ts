@@ -33,6 +33,8 @@ export interface SyncContext {
   pending: number;
   /** DIR is on a case-insensitive file system: two server names differing only in case cannot both live there. */
   caseInsensitive: boolean;
+  /** DIR's file system keeps a file's inode number for its life (scan.ts, `stableInodes`). */
+  stableInodes?: boolean;
   /**
    * Watching: a large file whose stat is its base's but was read too soon after its last write to
    * vouch for its bytes is checked by a later pass instead of being read again now, and this is set.
@@ -106,7 +108,10 @@ export function checkGuard(ctx: SyncContext, side: 'local' | 'server', deletions
 /** Whether a local file still holds the base's bytes, hashing it only when its size or mtime moved. */
 export async function localSha(ctx: SyncContext, entry: LocalEntry, base: BaseNode | undefined): Promise<string> {
   // A racy mtime does not vouch for the bytes, except of an empty file: no write keeps it empty and changes it.
-  const trusted = base && base.type === 'file' && (!base.racy || entry.size === 0);
+  // Nor does the stat of another file at the base's path: two files written in one tick of the kernel's
+  // clock share their mtime, and a swap by renames leaves each with the other's size and mtime.
+  const sameFile = !ctx.stableInodes || entry.ino === base?.ino;
+  const trusted = base && base.type === 'file' && sameFile && (!base.racy || entry.size === 0);
   if (trusted && entry.size === base.size && entry.mtimeMs === base.mtimeMs) return base.sha256;
   // A large file is cut into chunks in the same read, for the delta upload that may follow.
   if (entry.size >= DELTA_THRESHOLD) {

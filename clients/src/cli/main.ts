@@ -6,6 +6,7 @@ import { foldsCase, GuardError, type SyncContext } from './context';
 import { MAX_PASSES, syncOnce } from './engine';
 import { Journal } from './journal';
 import { Reporter } from './output';
+import { stableInodes } from './scan';
 import { ExitError, readSettings, Session } from './session';
 import { status } from './status';
 import { Transfers } from './transfers';
@@ -125,6 +126,7 @@ async function run(argv: string[], signal: AbortSignal, reporter: Reporter): Pro
       reported: new Set(),
       pending: 0,
       caseInsensitive: await foldsCase(dir),
+      stableInodes: await stableInodes(dir),
     };
     if (values.once) {
       // Exit 0 means "in sync": a folder still changing after every pass is not, and says so.
