@@ -67,11 +67,12 @@ async function history(seed: number, log: string[]): Promise<void> {
   }
   const written = new Set<string>();
   const superseded = new Set<string>();
+  // A content written again after it was replaced (a file appended to, then truncated back) may be
+  // its device's merge base once more: unchanged there, it rightly yields to another device's edit.
   const write = async (file: string, data: Buffer | string) => {
     await fs.writeFile(file, data);
     const h = sha256(data);
-    written.add(h);
-    superseded.delete(h);
+    if (!superseded.has(h)) written.add(h);
   };
   const observe = async (file: string) => superseded.add(sha256(await fs.readFile(file)));
   const content = () => (rnd.chance(0.03) ? Buffer.alloc(9 * 1024 * 1024 + rnd.int(1000), randomBytes(16).toString('hex')) : `${randomBytes(16).toString('hex')}\n`);
@@ -109,8 +110,7 @@ async function history(seed: number, log: string[]): Promise<void> {
       await observe(at(rel));
       await fs.appendFile(at(rel), `${randomBytes(8).toString('hex')}\n`);
       const h = sha256(await fs.readFile(at(rel)));
-      written.add(h);
-      superseded.delete(h);
+      if (!superseded.has(h)) written.add(h);
       did = `append ${rel}`;
     } else if (kind === 5 && files.length) {
       const rel = rnd.pick(files);
