@@ -37,6 +37,9 @@ export interface RingJob {
  * The ring of one batch, whoever sends it (the gateway on accept, the sweeper on a lost ring).
  *
  * One job id per batch: a second ring of a batch whose job is still queued or running is dropped.
+ * The id names the device as well as the batch: batch ids start again from 1 in a new database,
+ * and a finished ring an earlier database left under the same prefix (kept an hour) would
+ * otherwise swallow the new batch's ring. Device ids are random, so they never meet.
  * One attempt: a ring that fails leaves its batch pending (or failed, see the worker), and the
  * workers' sweeper rings pending batches again. A failed job is removed at once so that such a
  * re-ring, which reuses the job id, is not taken for a duplicate.
@@ -46,7 +49,7 @@ export function ringJob(data: RingJobData): RingJob {
     name: RING_JOB_NAME,
     data,
     opts: {
-      jobId: `batch-${data.batchId}`,
+      jobId: `batch-${data.deviceId}-${data.batchId}`,
       attempts: 1,
       removeOnComplete: { age: 3600, count: 1000 },
       removeOnFail: true,

@@ -413,7 +413,7 @@ describe('what reaches the queue', () => {
     await queue.close();
     expect(jobs).toHaveLength(1);
     const job = jobs[0]!;
-    expect(job.id).toBe(`batch-${batch.id}`);
+    expect(job.id).toBe(`batch-${deviceId}-${batch.id}`);
     expect(Object.keys(job.data).sort()).toEqual(['batchId', 'deviceId', 'requestId', 'userId']);
     expect(job.data).toMatchObject({ userId, deviceId });
     expect(JSON.stringify(job.data)).not.toContain(api.token!);
