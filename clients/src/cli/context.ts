@@ -34,7 +34,7 @@ export interface SyncContext {
   /** DIR is on a case-insensitive file system: two server names differing only in case cannot both live there. */
   caseInsensitive: boolean;
   /** DIR's file system keeps a file's inode number for its life (scan.ts, `stableInodes`). */
-  stableInodes?: boolean;
+  stableInodes: boolean;
   /**
    * Watching: a large file whose stat is its base's but was read too soon after its last write to
    * vouch for its bytes is checked by a later pass instead of being read again now, and this is set.
