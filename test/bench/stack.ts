@@ -143,20 +143,29 @@ export class BenchStack {
   }
 
   /** The worker logs at warn, so readiness is read from Redis: workers registered on the sync queue. */
-  private async workersReady(want = 1): Promise<boolean> {
-    // The service's Redis: the one node, or the cluster the bench gave it.
+  private workersReady(want = 1): Promise<boolean> {
+    return this.withQueue(SYNC_QUEUE_NAME, async (queue) => (await queue.getWorkersCount()) >= want);
+  }
+
+  /** Whether the named queues hold no job waiting, delayed or running: the workers have caught up. */
+  async queuesIdle(names: string[]): Promise<boolean> {
+    for (const name of names) {
+      const counts = await this.withQueue(name, (queue) => queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children'));
+      if (Object.values(counts).some((n) => n > 0)) return false;
+    }
+    return true;
+  }
+
+  /** A look at one of the service's queues, on its Redis (the one node, or the cluster the bench gave it). */
+  private async withQueue<T>(name: string, look: (queue: Queue) => Promise<T>): Promise<T> {
     const nodes = this.options.env?.REDIS_CLUSTER_NODES;
     const target = { redisUrl: REDIS_URL, redisClusterNodes: nodes ? parseClusterNodes(nodes) : undefined };
     const connection = connectRedis(target, 'producer', { enableOfflineQueue: true });
+    const queue = new Queue(name, { connection, prefix: bullPrefix(target, this.queuePrefix) });
     try {
-      for (const name of [SYNC_QUEUE_NAME]) {
-        const queue = new Queue(name, { connection, prefix: bullPrefix(target, this.queuePrefix) });
-        const count = await queue.getWorkersCount();
-        await queue.close();
-        if (count < want) return false;
-      }
-      return true;
+      return await look(queue);
     } finally {
+      await queue.close();
       connection.disconnect();
     }
   }

@@ -4,6 +4,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { CHUNK_LIST_QUEUE } from '../../shared/queue/chunk-list.contract';
 import type { BenchContext } from './context';
 import { provisionUsers, type BenchUser } from './http.client';
 import { freePort, gatewayReady } from './stack';
@@ -18,7 +19,8 @@ import { SyncthingPair } from './syncthing.pair';
  * (another account). The tools take turns in every case, their order swapped each repetition.
  * Completion is seen the same way for every tool: the receiving folder polled every 50 ms until its
  * files hold the written bytes; the time is that of the poll that first found them. Before each
- * measurement, `sync` writes what earlier ones left in the page cache.
+ * measurement every tool has finished what earlier ones left (Syncthing's folders idle, the filesync
+ * workers' chunk-list queue empty), and `sync` writes what they left in the page cache.
  */
 const CLI = path.resolve(__dirname, '../../../clients/bin/filesync.js');
 const MiB = 1024 * 1024;
@@ -173,10 +175,18 @@ export async function runSyncthing(ctx: BenchContext): Promise<ScenarioReport> {
       const run = await runCli(['sync', dir, '--once'], envOf(onceUser, device), profDir);
       if (run.code !== 0) throw new Error(`filesync --once failed (${run.code}): ${run.out.slice(-500)}`);
     };
+    // The service's background work after a sync (chunk lists of large contents) is done before the next measurement.
+    const workersCaughtUp = async () => {
+      const deadline = Date.now() + TIMEOUT_MS;
+      while (!(await stack.queuesIdle([CHUNK_LIST_QUEUE]))) {
+        if (Date.now() > deadline) throw new Error('filesync: chunk lists still queued');
+        await sleep(POLL_MS);
+      }
+    };
     const tools: Tool[] = [
       { name: `Syncthing`, a: stA, b: stB, settle: () => pair.idle(), big: new Map() },
-      { name: 'filesync sync (watching)', a: dirs[0], b: dirs[1], settle: async () => undefined, big: new Map() },
-      { name: 'filesync sync --once, A then B', a: dirs[2], b: dirs[3], kick: async () => { await once(dirs[2], 'once-a'); await once(dirs[3], 'once-b'); }, settle: async () => undefined, big: new Map() },
+      { name: 'filesync sync (watching)', a: dirs[0], b: dirs[1], settle: workersCaughtUp, big: new Map() },
+      { name: 'filesync sync --once, A then B', a: dirs[2], b: dirs[3], kick: async () => { await once(dirs[2], 'once-a'); await once(dirs[3], 'once-b'); }, settle: workersCaughtUp, big: new Map() },
     ];
     // Each tool carries a first file across before anything is measured: both devices up and linked.
     for (const tool of tools) {
@@ -192,7 +202,11 @@ export async function runSyncthing(ctx: BenchContext): Promise<ScenarioReport> {
       for (const c of CASES) {
         for (const tool of order) {
           await sleep(SETTLE_MS);
-          await tool.settle();
+          // Every tool, not only the one measured: none runs beside what another left (a rescan, a hash).
+          const settling = process.hrtime.bigint();
+          for (const t of tools) await t.settle();
+          const settled = elapsed(settling);
+          if (settled > 100) log(`syncthing: ${fmt(settled)} ms until every tool was idle, before ${tool.name}`);
           // What earlier cases wrote goes to disk first: each tool starts without another's writeback.
           await promisify(execFile)('sync');
           const start = process.hrtime.bigint();
@@ -239,7 +253,7 @@ export async function runSyncthing(ctx: BenchContext): Promise<ScenarioReport> {
     notes: [
       `Syncthing: two instances with homes of their own, static addresses on 127.0.0.1, discovery, relays and NAT off, one folder with its watcher at a ${1} s delay (its fastest way to notice a write), normal priority.`,
       'filesync: two devices of one account running `filesync sync DIR` through a gateway and worker of the bench; the --once column runs `sync --once` on A after the write, then on B.',
-      'Times run from the first byte written on A until a poll of B (every 50 ms) finds identical bytes; tools alternate in every case, their order swapped each repetition; `sync` before each, so none starts behind the writeback of another.',
+      'Times run from the first byte written on A until a poll of B (every 50 ms) finds identical bytes; tools alternate in every case, their order swapped each repetition; before each, every tool idle and `sync`, so none starts beside the background work or behind the writeback of another.',
     ],
     figures,
     details: { samples, watchingPhases: phases },
