@@ -12,11 +12,16 @@ export function withChunkListCleanup(store: ContentStore, lists: ChunkListReposi
     await store.remove(key);
     await lists.remove(key);
   };
+  // Methods are bound once: the hot paths (an archive's reads) look them up per file.
+  const bound = new Map<PropertyKey, { of: unknown; fn: unknown }>();
   return new Proxy(store, {
     get(target, prop) {
       if (prop === 'remove') return remove;
       const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      if (typeof value !== 'function') return value;
+      let hit = bound.get(prop);
+      if (hit?.of !== value) bound.set(prop, (hit = { of: value, fn: (value as (...args: unknown[]) => unknown).bind(target) }));
+      return hit.fn;
     },
   });
 }

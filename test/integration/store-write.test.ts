@@ -78,4 +78,17 @@ describe('stageBytes on the local driver', () => {
     expect(await stored.staging()).toEqual([]);
     expect(await stored.keys()).toEqual(['bulk/staged-whole.bin']);
   });
+
+  test('a key naming a path outside the upload directory is refused by every operation; dotted names inside it are kept', async () => {
+    const { store } = stored;
+    for (const key of ['../escape.bin', 'bulk/../../escape.bin', '/etc/hostname', 'bulk/./../../escape.bin', '..']) {
+      await expect(store.stat(key)).rejects.toThrow(/outside the upload directory/);
+      await expect(store.open(key)).rejects.toThrow(/outside the upload directory/);
+      await expect(store.write(key, Buffer.from('x'))).rejects.toThrow(/outside the upload directory/);
+    }
+    // Resolved like any path, a key with `.` segments or doubled slashes still lands inside the root.
+    await store.write('dots/./a..b//.c', Buffer.from('dotted'));
+    expect((await store.stat('dots/a..b/.c'))?.size).toBe(6);
+    await store.remove('dots/a..b/.c');
+  });
 });

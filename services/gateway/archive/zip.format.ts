@@ -56,6 +56,8 @@ interface Open {
   name: Buffer;
   size: number;
   mtime: Date;
+  /** `mtime` as MS-DOS date and time, for the central directory too. */
+  dos: { date: number; time: number };
   offset: number;
   zip64: boolean;
   /** The CRC-32 given before the bytes (in the local header, no descriptor), or undefined. */
@@ -103,7 +105,8 @@ export class ZipEncoder {
     const name = Buffer.from(path, 'utf8');
     if (name.length > MAX16) throw new Error('an entry name is longer than a ZIP holds');
     const zip64 = this.force || size >= MAX32;
-    const { date, time } = dosDateTime(mtime);
+    const dos = dosDateTime(mtime);
+    const { date, time } = dos;
     const header = into ?? Buffer.allocUnsafe(30 + name.length + (zip64 ? 20 : 0));
     header.writeUInt32LE(LOCAL_HEADER, 0);
     header.writeUInt16LE(zip64 ? NEEDS_ZIP64 : NEEDS, 4);
@@ -127,7 +130,7 @@ export class ZipEncoder {
       writeU64(header, known === undefined ? 0 : size, at + 4);
       writeU64(header, known === undefined ? 0 : size, at + 12);
     }
-    this.open = { name, size, mtime, offset: this.offset, zip64, crc: known };
+    this.open = { name, size, mtime, dos, offset: this.offset, zip64, crc: known };
     this.offset += header.length + size;
     return header;
   }
@@ -204,7 +207,7 @@ export class ZipEncoder {
       this.used = 0;
     }
     const r = this.block.subarray(this.used, this.used + length);
-    const { date, time } = dosDateTime(entry.mtime);
+    const { date, time } = entry.dos;
     r.writeUInt32LE(CENTRAL_HEADER, 0);
     r.writeUInt16LE(MADE_BY, 4);
     r.writeUInt16LE(entry.zip64 || bigOffset ? NEEDS_ZIP64 : NEEDS, 6);

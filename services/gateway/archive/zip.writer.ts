@@ -10,8 +10,13 @@ import { ZipEncoder, type ZipOptions } from './zip.format';
  * takes as long as writing hundreds of small files, so few of them, each asked for a page ahead.
  */
 const PAGE = 1000;
-/** A folder's first page: small, so its first bytes leave while the next, full page is read. */
+/**
+ * A folder's first page: small, so its first bytes leave soon. Each next page is GROWTH times the one
+ * before (up to PAGE), so that it is read while the one before is written: a full page right after
+ * the first takes longer to arrive than the first takes to write, and the writer would wait for it.
+ */
 const FIRST_PAGE = 64;
+const GROWTH = 4;
 /** Bytes queued on the response beyond which the writer waits for it to drain. */
 const HELD_BYTES = 10 * 1024 * 1024;
 
@@ -35,6 +40,7 @@ export interface ArchiveTree {
  * (and to the ZIP writer), and `X:` at the start reads as a drive; both become `_`.
  */
 export function segment(name: string): string {
+  if (!name.includes('\\') && name.charCodeAt(1) !== 0x3a) return name;
   return name.replace(/\\/g, '_').replace(/^([A-Za-z]):/, '$1_');
 }
 
@@ -53,7 +59,7 @@ export async function* walkFolder(links: ArchiveTree, userId: string, rootId: st
       const page: (ArchiveFile & { nameKey: Buffer })[] = await next;
       const last = page[page.length - 1];
       const full = page.length === limit;
-      limit = PAGE;
+      limit = Math.min(PAGE, limit * GROWTH);
       next = full ? links.filesAfter(userId, id, { name: last!.nameKey, id: last!.id }, limit) : undefined;
       // A walk stopped early still settles the query it started.
       next?.catch(() => undefined);
@@ -78,9 +84,27 @@ export async function* walkFolder(links: ArchiveTree, userId: string, rootId: st
  * the folder's size. A failure after the headers left cuts the response, so the client sees a
  * truncated archive, never a complete-looking wrong one.
  */
-export async function sendArchive(res: Response, store: ContentStore, entries: AsyncIterable<ArchiveEntry>, options: ZipOptions = {}): Promise<void> {
+export function sendArchive(res: Response, store: ContentStore, entries: AsyncIterable<ArchiveEntry>, options: ZipOptions = {}): Promise<void> {
+  return prepareArchive(store, entries, options).send(res);
+}
+
+/** An archive whose files are being listed and read ahead: `send` writes it, `cancel` drops it unsent. */
+export interface PreparedArchive {
+  send(res: Response): Promise<void>;
+  cancel(): void;
+}
+
+/**
+ * Starts listing and reading `entries` ahead of the response, so that a caller with a check still
+ * to make (a link's download count) overlaps it with the archive's first queries and reads.
+ */
+export function prepareArchive(store: ContentStore, entries: AsyncIterable<ArchiveEntry>, options: ZipOptions = {}): PreparedArchive {
   const zip = new ZipEncoder(options);
   const ahead = new ContentAhead(store, entries, (entry) => zip.frame(entry.path, entry.sizeBytes, entry.crc32));
+  return { send: (res) => writeArchive(res, zip, ahead), cancel: () => ahead.stop() };
+}
+
+async function writeArchive(res: Response, zip: ZipEncoder, ahead: ContentAhead<ArchiveEntry>): Promise<void> {
   let failed = false;
   let drained: (() => void) | undefined;
   const fail = () => {

@@ -7,7 +7,7 @@ import { contentEtag, notModified, preconditionFails, sendContent, setContentHea
 import type { FilesService } from '../files/files.service';
 import { refuseDeepJson } from '../http/errors.middleware';
 import { paging, queryString, singleParam } from '../http/request';
-import { sendArchive, walkFolder } from '../archive/zip.writer';
+import { prepareArchive, walkFolder } from '../archive/zip.writer';
 import type { LinkMetrics } from './link.metrics';
 import type { LinkTransfers } from './link.transfers';
 import type { LinkUploads } from './link.uploads';
@@ -137,12 +137,19 @@ export function publicLinkRoutes(deps: PublicRouteDeps): Router {
     if (found.resource.type !== 'folder') throw invalid('a link to a file has no archive; download its content');
     const folder = await links.folder(found, queryString(req, 'folderId'));
     await transfers.enter(found.link.userId, res);
-    await links.countDownload(found.link);
+    // Its first files are listed and read while the download is counted; a link used up sends nothing.
+    const archive = prepareArchive(deps.store, walkFolder(deps.linkRepo, found.link.userId, folder.id));
+    try {
+      await links.countDownload(found.link);
+    } catch (err) {
+      archive.cancel();
+      throw err;
+    }
     deps.metrics.download('archive');
     res.attachment(`${folder.name}.zip`);
     res.type('application/zip');
     setDownloadHeaders(res);
-    await sendArchive(res, deps.store, walkFolder(deps.linkRepo, found.link.userId, folder.id));
+    await archive.send(res);
   });
 
   router.post('/public/:token/files', async (req, res) => {

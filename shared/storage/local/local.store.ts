@@ -46,6 +46,8 @@ const FRESH_STAGE_MS = 10_000;
 /** A new file's bytes in one call of the callback API, which costs less than a FileHandle's. */
 const writeWhole = (file: string, bytes: Buffer) => new Promise<void>((resolve, reject) => writeFile(file, bytes, { flag: 'wx' }, (err) => (err ? reject(err) : resolve())));
 
+/** A key of plain segments (letters, digits, `_`, `-`, `.`; none `.` or `..`): it names a path below the root as it is. */
+const PLAIN_KEY = path.sep === '/' ? /^(?!\.\.?(?:\/|$))[\w.-]+(?:\/(?!\.\.?(?:\/|$))[\w.-]+)*$/ : /(?!)/;
 const isNotFound = (err: unknown): boolean => (err as NodeJS.ErrnoException).code === 'ENOENT';
 
 /** A rename, the target's folder created only when the rename finds it missing (a device's folder exists after its first file). */
@@ -90,6 +92,8 @@ export class LocalContentStore implements ContentStore, BaseCopies {
 
   /** Where a key's bytes are. Keys are the service's own; one that would leave the root is refused all the same. */
   private pathOf(key: string): string {
+    // The service's keys (`<user>/<id>.bin`, `.staging/...`) are plain segments: joined as they are.
+    if (PLAIN_KEY.test(key)) return `${this.root}${path.sep}${key}`;
     const full = path.resolve(this.root, key);
     if (!full.startsWith(this.root + path.sep)) throw new Error(`storage key outside the upload directory: ${key}`);
     return full;
