@@ -159,6 +159,28 @@ describe.each(DRIVERS)('share links, public side, on the %s driver', (driver) =>
     expect((await anon.get(`/v1/public/${l.token}/content`)).text).toBe('alpha');
   });
 
+  test('maxDownloads on a folder: two racing archives of the last one, one whole ZIP and one 404 without a byte of ZIP', async () => {
+    const { 'racing/': racingId } = await makeFolders(api, ['racing/'], 401);
+    const expected: Record<string, string> = {};
+    for (let i = 0; i < 40; i++) {
+      const name = `r-${String(i).padStart(2, '0')}.txt`;
+      expected[name] = `racing ${i} `.repeat(200 + i);
+      expect((await api.upload({ folderId: racingId! }, { name, content: expected[name]! })).status).toBe(201);
+    }
+    const l = await link({ resourceId: racingId!, maxDownloads: 1 });
+    // The archive's first files are read while its download is counted: the loser's reads are dropped.
+    const both = await Promise.all([0, 1].map(() => fetch(`${api.baseUrl}/v1/public/${l.token}/archive`)));
+    expect(both.map((r) => r.status).sort()).toEqual([200, 404]);
+    const won = both.find((r) => r.status === 200)!;
+    const lost = both.find((r) => r.status === 404)!;
+    expect(await unzipEntries(Buffer.from(await won.arrayBuffer()))).toEqual(expected);
+    expect(lost.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(lost.headers.get('content-disposition')).toBeNull();
+    expect(await lost.json()).toEqual(GONE);
+    expect((await api.get(`/v1/links/${l.id}`)).body).toMatchObject({ downloads: 1, maxDownloads: 1 });
+    expect((await fetch(`${api.baseUrl}/v1/public/${l.token}/archive`)).status).toBe(404);
+  });
+
   test('password: PASSWORD_REQUIRED until unlocked; the access string works as Bearer or ?access= until the password changes', async () => {
     const l = await link({ resourceId: folders['shared/'], password: 'open sesame' });
     expect((await anon.get(`/v1/public/${l.token}`)).body.hasPassword).toBe(true);
