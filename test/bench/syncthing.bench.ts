@@ -138,7 +138,10 @@ export async function runSyncthing(ctx: BenchContext): Promise<ScenarioReport> {
   for (const k of wanted) if (!ALL_CASES.some((c) => c.key === k)) throw new Error(`unknown Syncthing case ${k}; known: small, big, edit`);
   // The edit writes inside the large file's case's file: it brings that case along.
   const CASES = ALL_CASES.filter((c) => wanted.includes(c.key) || (c.key === 'big' && wanted.includes('edit')));
-  const reps = profile.name === 'quick' ? 2 : 3;
+  // Five: a large file's time swings with the host (a page the hypervisor backs on first touch costs
+  // several times a reused one, and the three writes of filesync's path meet more of them than
+  // Syncthing's two), so the medians need more than three.
+  const reps = profile.name === 'quick' ? 2 : 5;
   const profDir = process.env.BENCH_CLI_CPU_PROF;
   const work = path.join(stack.dir, 'bench-syncthing');
   const pair = new SyncthingPair(path.join(work, 'syncthing'));
