@@ -6,11 +6,12 @@ import { startStack, type TestStack } from '../support/stack';
 import { createAppPassword, run } from '../support/dav';
 
 const BIG_BYTES = 60 * 1024 * 1024;
+const FOLDERS = 4;
 
 /**
  * A round trip through rclone's WebDAV backend (vendor `other`, Debian package `rclone`): a tree of
- * 1,000 files with Unicode names and one file over 50 MiB goes up, is checked byte for byte in both
- * directions, and a deletion made with rclone lands in the trash of the API.
+ * 400 files with Unicode names (folders of 100) and one file over 50 MiB goes up, is checked byte
+ * for byte in both directions, and a deletion made with rclone lands in the trash of the API.
  */
 describe('rclone over WebDAV', () => {
   let stack: TestStack;
@@ -48,9 +49,9 @@ describe('rclone over WebDAV', () => {
     rmSync(workdir, { recursive: true, force: true });
   });
 
-  test('a tree of 1,000 Unicode names and a 60 MiB file goes up and down byte for byte, and a deletion goes to the trash', async () => {
+  test('a tree of 400 Unicode names and a 60 MiB file goes up and down byte for byte, and a deletion goes to the trash', async () => {
     const up = path.join(workdir, 'up');
-    for (let d = 0; d < 10; d++) {
+    for (let d = 0; d < FOLDERS; d++) {
       const dir = path.join(up, `dossier ${d} — ünïcødé`, `子フォルダ ${d}`);
       mkdirSync(dir, { recursive: true });
       for (let f = 0; f < 100; f++) writeFileSync(path.join(dir, `ファイル ${f} ✓ café.txt`), randomBytes(64 + f));
@@ -61,10 +62,11 @@ describe('rclone over WebDAV', () => {
     expect(await rclone('check', '--download', up, 'fs:tree')).toMatch(/0 differences found/);
     const down = path.join(workdir, 'down');
     await rclone('copy', 'fs:tree', down, '--transfers', '8');
-    expect(await rclone('check', '--download', 'fs:tree', down)).toMatch(/0 differences found/);
+    // `up` holds what the service holds (checked above), so the copy down is checked against it on disk.
+    expect(await rclone('check', up, down)).toMatch(/0 differences found/);
     expect(readFileSync(path.join(down, 'big €.bin')).equals(readFileSync(path.join(up, 'big €.bin')))).toBe(true);
     const listed = (await rclone('lsf', '-R', '--files-only', 'fs:tree')).trim().split('\n');
-    expect(listed).toHaveLength(1001);
+    expect(listed).toHaveLength(FOLDERS * 100 + 1);
 
     await rclone('deletefile', 'fs:tree/dossier 3 — ünïcødé/子フォルダ 3/ファイル 7 ✓ café.txt');
     const trash = await stack.admin.get('/v1/trash?limit=10');
