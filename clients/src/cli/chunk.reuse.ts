@@ -1,32 +1,37 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { CHUNKING, ContentChunker, type ContentChunk } from '../../../shared/protocol/chunking';
+import { forEachPiece, PIECE_BYTES } from './file.pieces';
 import { SequentialReader } from './sequential.reader';
 
 /** The SHA-256 of a whole file, and its size, in one read. */
 export async function sha256OfFile(path: string, signal?: AbortSignal): Promise<{ sha256: string; size: number }> {
   const hash = createHash('sha256');
-  let size = 0;
-  for await (const piece of createReadStream(path, { highWaterMark: 1024 * 1024, signal }) as AsyncIterable<Buffer>) {
-    hash.update(piece);
-    size += piece.length;
-  }
+  const size = await forEachPiece(path, (piece) => hash.update(piece), signal);
   return { sha256: hash.digest('hex'), size };
 }
 
 /** From this size on, the whole file's SHA-256 is taken on a thread of its own, beside the chunks' on the main one. */
 export const THREAD_FROM = 64 * 1024 * 1024;
 
+// Blocking reads into one buffer: the thread does nothing else, and a fresh buffer per read costs more than the read (file.pieces.ts).
 const HASHER = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { createHash } = require('node:crypto');
-const { createReadStream } = require('node:fs');
-const hash = createHash('sha256');
-createReadStream(workerData, { highWaterMark: 1024 * 1024 })
-  .on('data', (piece) => hash.update(piece))
-  .on('error', (err) => parentPort.postMessage({ error: err.message }))
-  .on('end', () => parentPort.postMessage({ sha256: hash.digest('hex') }));
+const fs = require('node:fs');
+let fd;
+try {
+  const hash = createHash('sha256');
+  const buf = Buffer.allocUnsafeSlow(${PIECE_BYTES});
+  fd = fs.openSync(workerData, 'r');
+  for (let position = 0, n; (n = fs.readSync(fd, buf, 0, buf.length, position)) > 0; position += n) hash.update(buf.subarray(0, n));
+  parentPort.postMessage({ sha256: hash.digest('hex') });
+} catch (err) {
+  parentPort.postMessage({ error: err.message });
+} finally {
+  if (fd !== undefined) fs.closeSync(fd);
+}
 `;
 
 /** The SHA-256 of a whole file read again by a thread: the two hashes take two cores rather than one twice as long. */
@@ -116,12 +121,15 @@ export async function chunkFile(path: string, signal?: AbortSignal): Promise<{ c
   const chunker = new ContentChunker();
   const whole = createHash('sha256');
   const chunks: ContentChunk[] = [];
-  let read = 0;
-  for await (const piece of createReadStream(path, { highWaterMark: 1024 * 1024, signal }) as AsyncIterable<Buffer>) {
-    if (!threaded) whole.update(piece);
-    read += piece.length;
-    chunks.push(...chunker.update(piece));
-  }
+  // The chunker keeps no piece: it hashes each as it goes.
+  const read = await forEachPiece(
+    path,
+    (piece) => {
+      if (!threaded) whole.update(piece);
+      chunks.push(...chunker.update(piece));
+    },
+    signal,
+  );
   chunks.push(...chunker.finish());
   return { chunks, sha256: threaded ? await threaded : whole.digest('hex'), size: read };
 }

@@ -1,7 +1,8 @@
-import { createReadStream, lstatSync, promises as fs } from 'node:fs';
+import { lstatSync, promises as fs } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
+import { forEachPiece } from './file.pieces';
 import { IGNORE_FILE, STATE_DIR } from './journal';
 
 /** One file or folder found in DIR. `path` is the NFC form used for comparison, `disk` the name on disk. */
@@ -150,14 +151,10 @@ export async function scanLocal(dir: string, ignored: (path: string, isFolder: b
   return scan;
 }
 
-export function sha256File(path: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const hash = createHash('sha256');
-    createReadStream(path)
-      .on('data', (chunk) => hash.update(chunk))
-      .on('error', reject)
-      .on('end', () => resolve(hash.digest('hex')));
-  });
+export async function sha256File(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  await forEachPiece(path, (piece) => hash.update(piece));
+  return hash.digest('hex');
 }
 
 /**
