@@ -12,7 +12,7 @@ const take = () => kept.pop() ?? Buffer.allocUnsafeSlow(PIECE_BYTES);
  * Hands `use` a file's bytes front to back, a piece at a time, in two buffers that take turns: the
  * next piece is read while `use` takes the current one, which is valid only until `use` returns.
  * A stream's fresh buffer per read costs more than the read: on a virtual machine whose host takes
- * back freed memory, touching new pages made hashing a 256 MiB file 3x slower.
+ * back freed memory, touching new pages made hashing a 256 MiB file up to 3x slower (docs/BENCHMARKS.md, "New memory").
  */
 export async function forEachPiece(path: string, use: (piece: Buffer) => void, signal?: AbortSignal): Promise<number> {
   const fd = await fs.open(path, 'r');
