@@ -66,7 +66,7 @@ export async function runLinks(ctx: BenchContext): Promise<ScenarioReport> {
   {
     const bytes = (quick ? 20 : 100) * MiB;
     const label = `${bytes / MiB} MiB`;
-    const reps = quick ? 3 : 5;
+    const reps = quick ? 3 : 9;
     const src = path.join(work, 'big.bin');
     await writeRandomFile(src, bytes);
     const id = await uploadFile(src, 'big.bin', bytes);
@@ -76,8 +76,18 @@ export async function runLinks(ctx: BenchContext): Promise<ScenarioReport> {
     const viaLink: number[] = [];
     const ratios: number[] = [];
     for (let rep = -1; rep < reps; rep++) {
-      const a = await timedGet(client, `/v1/files/${id}/content`, auth, bytes);
-      const b = await timedGet(client, `/v1/public/${link.token}/content`, {}, bytes);
+      // Each goes first every other rep: neither always runs right after the other.
+      const owner = () => timedGet(client, `/v1/files/${id}/content`, auth, bytes);
+      const throughLink = () => timedGet(client, `/v1/public/${link.token}/content`, {}, bytes);
+      let a: number;
+      let b: number;
+      if (rep % 2 === 0) {
+        a = await owner();
+        b = await throughLink();
+      } else {
+        b = await throughLink();
+        a = await owner();
+      }
       if (rep < 0) continue;
       own.push(a);
       viaLink.push(b);
@@ -181,7 +191,7 @@ export async function runLinks(ctx: BenchContext): Promise<ScenarioReport> {
     headers: ['case', 'metric', 'link', 'ceiling', 'ratio', 'median of per-rep ratios', 'goal'],
     rows,
     notes: [
-      'Download: GET /v1/public/:token/content of a read link and the owner\'s GET /v1/files/:id/content of the same file, alternating, one warm-up of each; the body is read and discarded by the client.',
+      'Download: GET /v1/public/:token/content of a read link and the owner\'s GET /v1/files/:id/content of the same file, alternating, each first every other rep, one warm-up of each; the body is read and discarded by the client.',
       'Upload: POST /v1/public/:token/files of an upload link and the owner\'s POST /v1/files (multipart, into a folder), 20 at a time of each in turn, unique names.',
       'ZIP: GET /v1/public/:token/archive of a folder of 100 KiB files (stored entries) and the owner\'s GET /v1/archive?ids= of it, against the owner\'s GET of one file holding as many bytes, the three in turn; the rate counts the files\' bytes. The 10x folder holds rows that share the first folder\'s stored content, so what grows is the listing; peak RSS is VmHWM after a reset and VmRSS sampled every 5 ms.',
       `Unlock: POST /v1/public/:token/unlock and POST /v1/auth/login, ${LOGIN_CONCURRENCY} clients each (LOGIN_CONCURRENCY=${LOGIN_CONCURRENCY}), alternating halves; both verify one Argon2id hash (m=64 MiB, t=1, p=4).`,
