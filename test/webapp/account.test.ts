@@ -1,4 +1,7 @@
 import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Api } from '../support/client';
 import { ADMIN } from '../support/harness';
@@ -15,6 +18,13 @@ let api: Api;
 let userId: string;
 const USER = { username: 'dave', password: 'dave-password-1' };
 const opsOf = (ops: unknown[]) => ({ ops });
+/** Large files are chosen by path: the browser reads them from disk, where a buffer would cross the debugging protocol. */
+const files = mkdtempSync(path.join(os.tmpdir(), 'webapp-files-'));
+const onDisk = (name: string, bytes: Buffer) => {
+  const file = path.join(files, name);
+  writeFileSync(file, bytes);
+  return file;
+};
 
 beforeAll(async () => {
   [stack, browser] = await Promise.all([startStack(), launchBrowser(), ensureBuilt()]);
@@ -29,6 +39,7 @@ afterAll(async () => {
   await context?.close();
   await browser?.close();
   await stack?.close();
+  rmSync(files, { recursive: true, force: true });
 });
 
 test('a folder of 10,000 files shows its first rows, draws only what is on screen, and scrolls to the last', async () => {
@@ -131,7 +142,7 @@ test('a file over 8 MiB goes through the resumable endpoint and resumes after it
     patches += 1;
     return patches === 1 ? route.abort('connectionreset') : route.continue();
   });
-  await page.getByLabel('Upload files').setInputFiles([{ name: 'big.bin', mimeType: 'application/octet-stream', buffer: bytes }]);
+  await page.getByLabel('Upload files').setInputFiles(onDisk('big.bin', bytes));
   await page.getByRole('link', { name: 'big.bin', exact: true }).waitFor({ timeout: 20_000 });
   await page.unroute('**/v1/uploads/**');
   expect(patches).toBeGreaterThanOrEqual(2);
@@ -156,15 +167,15 @@ test('after a reload, choosing the same file again resumes its upload where the 
     await route.abort('connectionreset');
     reached();
   });
-  const file = { name: 'resumed.bin', mimeType: 'application/octet-stream', buffer: bytes };
-  await page.getByLabel('Upload files').setInputFiles([file]);
+  const file = onDisk('resumed.bin', bytes);
+  await page.getByLabel('Upload files').setInputFiles(file);
   await halfway;
   await page.reload();
   await page.unroute('**/v1/uploads**');
   page.on('request', (r) => {
     if (r.method() === 'PATCH' && r.url().includes('/v1/uploads/')) offsets.push(r.headers()['upload-offset'] ?? '');
   });
-  await page.getByLabel('Upload files').setInputFiles([file]);
+  await page.getByLabel('Upload files').setInputFiles(file);
   await page.getByRole('link', { name: 'resumed.bin', exact: true }).waitFor({ timeout: 20_000 });
   expect(offsets[0]).toBe(String(half));
   const found = await api.get('/v1/files/search?q=resumed.bin');
