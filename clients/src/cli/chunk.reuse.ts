@@ -5,13 +5,6 @@ import { CHUNKING, ContentChunker, type ContentChunk } from '../../../shared/pro
 import { forEachPiece, PIECE_BYTES } from './file.pieces';
 import { SequentialReader } from './sequential.reader';
 
-/** The SHA-256 of a whole file, and its size, in one read. */
-export async function sha256OfFile(path: string, signal?: AbortSignal): Promise<{ sha256: string; size: number }> {
-  const hash = createHash('sha256');
-  const size = await forEachPiece(path, (piece) => hash.update(piece), signal);
-  return { sha256: hash.digest('hex'), size };
-}
-
 /** From this size on, the whole file's SHA-256 is taken on a thread of its own, beside the chunks' on the main one. */
 export const THREAD_FROM = 64 * 1024 * 1024;
 

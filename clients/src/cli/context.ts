@@ -9,7 +9,8 @@ import type { Transfers } from './transfers';
 import { DELTA_THRESHOLD } from './delta.transfers';
 import { BULK_FILE_MAX } from './bulk.transfers';
 import type { LocalEntry } from './scan';
-import { isRacy, sha256File } from './scan';
+import { sha256OfFile } from './file.pieces';
+import { isRacy } from './scan';
 
 /** What one sync run shares between its passes. */
 export interface SyncContext {
@@ -118,7 +119,7 @@ export async function localSha(ctx: SyncContext, entry: LocalEntry, base: BaseNo
     const known = base?.type === 'file' ? { id: base.id, sha256: base.sha256, sameStat: entry.size === base.size && entry.mtimeMs === base.mtimeMs } : undefined;
     return ctx.transfers.readLarge(join(ctx.dir, entry.disk), known);
   }
-  return sha256File(join(ctx.dir, entry.disk));
+  return (await sha256OfFile(join(ctx.dir, entry.disk))).sha256;
 }
 
 export function toBase(r: RemoteNode, stat: { mtimeMs: number; ino: number; racy: boolean } | undefined): BaseNode {

@@ -6,7 +6,8 @@ import { CHUNKING, DELTA_MIN_BYTES, type ChunkList, type ContentChunk } from '..
 import { deltaBody, fetchChunkList, fetchRange, planDelta, uploadDelta } from '../sdk/delta';
 import { AbortedError, ApiError } from '../sdk/errors';
 import type { Journal } from './journal';
-import { chunkFile, chunkFileAgainst, sha256OfFile } from './chunk.reuse';
+import { chunkFile, chunkFileAgainst } from './chunk.reuse';
+import { sha256OfFile } from './file.pieces';
 import type { Session } from './session';
 import { FlushBehind } from './flush.behind';
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 
 /** Bytes read at a time. */
@@ -39,4 +40,11 @@ export async function forEachPiece(path: string, use: (piece: Buffer) => void, s
     await fd.close();
     for (const buf of buffers) if (kept.length < KEPT) kept.push(buf);
   }
+}
+
+/** The SHA-256 of a whole file, and its size, in one read. */
+export async function sha256OfFile(path: string, signal?: AbortSignal): Promise<{ sha256: string; size: number }> {
+  const hash = createHash('sha256');
+  const size = await forEachPiece(path, (piece) => hash.update(piece), signal);
+  return { sha256: hash.digest('hex'), size };
 }

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { BaseNode, RemoteNode } from './journal';
-import { baseName, joinPath, parentOf, sha256File, type LocalEntry, type LocalScan } from './scan';
+import { sha256OfFile } from './file.pieces';
+import { baseName, joinPath, parentOf, type LocalEntry, type LocalScan } from './scan';
 
 /** Where one resource (or a new local item, with a fresh id) is on disk now. */
 export interface LocalNode {
@@ -123,7 +124,10 @@ export async function relinkMoved(dir: string, base: Map<string, BaseNode>, scan
   if (candidates.length === 0) return;
   const digests = new Map<string, Promise<string>>();
   const digest = (n: LocalNode) => {
-    if (!digests.has(n.id)) digests.set(n.id, sha256File(join(dir, n.entry.disk)).catch(() => ''));
+    if (!digests.has(n.id)) digests.set(n.id, sha256OfFile(join(dir, n.entry.disk)).then(
+        (d) => d.sha256,
+        () => '',
+      ));
     return digests.get(n.id)!;
   };
   for (const b of base.values()) {

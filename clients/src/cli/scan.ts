@@ -1,8 +1,6 @@
 import { lstatSync, promises as fs } from 'node:fs';
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
-import { forEachPiece } from './file.pieces';
 import { IGNORE_FILE, STATE_DIR } from './journal';
 
 /** One file or folder found in DIR. `path` is the NFC form used for comparison, `disk` the name on disk. */
@@ -149,12 +147,6 @@ export async function scanLocal(dir: string, ignored: (path: string, isFolder: b
   };
   await walk('', '');
   return scan;
-}
-
-export async function sha256File(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  await forEachPiece(path, (piece) => hash.update(piece));
-  return hash.digest('hex');
 }
 
 /**
