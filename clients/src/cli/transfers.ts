@@ -7,6 +7,7 @@ import { ApiError } from '../sdk/errors';
 import { STATE_DIR, type Journal, type PendingUpload } from './journal';
 import type { Reporter } from './output';
 import type { Session } from './session';
+import type { StreamedResponse } from '../sdk/node.transport';
 import { newId } from './match';
 import { assertSafeId } from './local.names';
 import { DeltaTransfers, describeDelta, type DeltaNote } from './delta.transfers';
@@ -36,7 +37,7 @@ async function writeAll(handle: FileHandle, pieces: Buffer[]): Promise<void> {
  * the next ones come in, and are on disk (fsync) before it resolves, so that the rename that places
  * them never publishes a file a power cut could leave empty; flushed behind the writes as it grows.
  */
-async function receive(res: Response, file: string, hash: Hash, progress: (done: number) => void): Promise<void> {
+async function receive(res: StreamedResponse, file: string, hash: Hash, progress: (done: number) => void): Promise<void> {
   // The mode of any file created in DIR (the umask's): the state folder is its owner's alone.
   const handle = await fs.open(file, 'wx', 0o666);
   let writing: Promise<void> = Promise.resolve();
@@ -53,8 +54,7 @@ async function receive(res: Response, file: string, hash: Hash, progress: (done:
       batch = [];
       batched = 0;
     };
-    for await (const piece of (res.body ?? []) as unknown as AsyncIterable<Uint8Array>) {
-      const chunk = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
       hash.update(chunk);
       done += chunk.length;
       progress(done);
@@ -66,6 +66,8 @@ async function receive(res: Response, file: string, hash: Hash, progress: (done:
     await writing;
     await flushes.finish();
   } finally {
+    // A body not read to its end (a failed write) lets its connection go.
+    res.body.destroy();
     await writing.catch(() => undefined);
     await flushes.settled();
     await handle.close();
@@ -144,7 +146,7 @@ export class Transfers {
         bar.done();
       }
     }
-    const res = await this.session.authed(() => this.session.client.download(id, { signal: this.signal }));
+    const res = await this.session.authed(() => this.session.client.downloadStream(id, { signal: this.signal }));
     const expected = this.session.client.announcedDigest(res) ?? announced;
     const hash = createHash('sha256');
     const bar = this.reporter.progress(label, size);

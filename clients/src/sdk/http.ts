@@ -1,4 +1,5 @@
 import { AbortedError, ApiError, NetworkError } from './errors';
+import { streamingGet, StreamedResponse } from './node.transport';
 
 export interface RetryPolicy {
   /** Total time spent retrying 429, 503 and 5xx answers before the last error is thrown, in ms. */
@@ -27,6 +28,27 @@ export interface HttpRequest {
   redirect?: 'follow' | 'manual' | 'error';
 }
 
+/** What the SDK reads of an answer: a fetch `Response`, or a StreamedResponse (node.transport.ts). */
+export type Answer = Pick<Response, 'status' | 'ok' | 'headers' | 'url' | 'json'>;
+
+/** One exchange, no retry: fetch, or node:http for a GET whose body is a large download. */
+type Exchange<R extends Answer> = (url: URL, req: HttpRequest, headers: Record<string, string>) => Promise<R>;
+
+const viaFetch: Exchange<Response> = (url, req, headers) =>
+  fetch(url, { method: req.method, headers, body: req.body ?? null, signal: req.signal, redirect: req.redirect ?? 'follow', duplex: 'half' } as RequestInit);
+
+/** GETs only, and their redirects are the caller's (`followRedirect`). */
+export const viaNodeHttp: Exchange<StreamedResponse> = (url, req, headers) => {
+  if (req.method !== 'GET' || req.body || req.redirect !== 'manual') throw new Error('node:http exchanges are GETs that follow no redirect');
+  return streamingGet(url, headers, req.signal);
+};
+
+/** An answer's body not read, let go. */
+async function discard(res: Answer): Promise<void> {
+  if (res instanceof StreamedResponse) res.discard();
+  else await (res as Response).body?.cancel().catch(() => undefined);
+}
+
 export const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     if (signal?.aborted) return reject(new AbortedError());
@@ -41,7 +63,7 @@ export const sleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 
-function retryAfterSeconds(res: Response): number | undefined {
+function retryAfterSeconds(res: Answer): number | undefined {
   const value = res.headers.get('retry-after');
   if (!value) return undefined;
   const seconds = Number(value);
@@ -50,7 +72,7 @@ function retryAfterSeconds(res: Response): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, (date - Date.now()) / 1000);
 }
 
-export async function toApiError(res: Response): Promise<ApiError> {
+export async function toApiError(res: Answer): Promise<ApiError> {
   let body: { error?: { code?: string; message?: string; details?: unknown } } | undefined;
   try {
     body = (await res.json()) as typeof body;
@@ -65,7 +87,9 @@ export async function toApiError(res: Response): Promise<ApiError> {
  * `Retry-After` (any request: the service did not act on it), network errors and other 5xx only
  * when the request is safe to repeat, all within the policy's time budget.
  */
-export async function send(baseUrl: string, req: HttpRequest, token: () => string | undefined, policy: RetryPolicy = DEFAULT_RETRY): Promise<Response> {
+export async function send(baseUrl: string, req: HttpRequest, token: () => string | undefined, policy?: RetryPolicy): Promise<Response>;
+export async function send<R extends Answer>(baseUrl: string, req: HttpRequest, token: () => string | undefined, policy: RetryPolicy | undefined, exchange: Exchange<R>): Promise<R>;
+export async function send(baseUrl: string, req: HttpRequest, token: () => string | undefined, policy: RetryPolicy = DEFAULT_RETRY, exchange: Exchange<Answer> = viaFetch): Promise<Answer> {
   const url = new URL(baseUrl.replace(/\/+$/, '') + '/v1' + req.path);
   for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
   const started = Date.now();
@@ -74,10 +98,10 @@ export async function send(baseUrl: string, req: HttpRequest, token: () => strin
     const headers: Record<string, string> = { ...req.headers };
     const bearer = token();
     if (bearer) headers.authorization = `Bearer ${bearer}`;
-    let res: Response | undefined;
+    let res: Answer | undefined;
     let failure: Error;
     try {
-      res = await fetch(url, { method: req.method, headers, body: req.body ?? null, signal: req.signal, redirect: req.redirect ?? 'follow', duplex: 'half' } as RequestInit);
+      res = await exchange(url, req, headers);
       if (res.ok || (res.status >= 300 && res.status < 400)) return res;
       failure = await toApiError(res);
     } catch (err) {
@@ -109,17 +133,19 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
  * from the store by a presigned URL on another origin, docs/ARCHITECTURE.md "Content on S3"). The Authorization header goes only to the
  * service's own origin, never to another. At most 5 hops.
  */
-export async function followRedirect(res: Response, serviceOrigin: string, token: string | undefined, signal?: AbortSignal): Promise<Response> {
+export async function followRedirect(res: Response, serviceOrigin: string, token: string | undefined, signal?: AbortSignal): Promise<Response>;
+export async function followRedirect<R extends Answer>(res: R, serviceOrigin: string, token: string | undefined, signal: AbortSignal | undefined, exchange: Exchange<R>): Promise<R>;
+export async function followRedirect(res: Answer, serviceOrigin: string, token: string | undefined, signal?: AbortSignal, exchange: Exchange<Answer> = viaFetch): Promise<Answer> {
   let current = res;
   for (let hop = 0; REDIRECTS.has(current.status); hop++) {
     const location = current.headers.get('location');
     if (!location || hop >= 5) throw new ApiError(502, { code: 'INTERNAL', message: `redirect without a usable Location (HTTP ${current.status})` });
     const target = new URL(location, current.url);
-    await current.body?.cancel().catch(() => undefined);
+    await discard(current);
     const headers: Record<string, string> = {};
     if (token && target.origin === serviceOrigin) headers.authorization = `Bearer ${token}`;
     try {
-      current = await fetch(target, { method: 'GET', headers, signal, redirect: 'manual' });
+      current = await exchange(target, { method: 'GET', path: '', idempotent: true, signal, redirect: 'manual' }, headers);
     } catch (err) {
       if (signal?.aborted) throw new AbortedError();
       throw new NetworkError(`cannot reach ${target.origin}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`, err);
