@@ -37,11 +37,8 @@ type Exchange<R extends Answer> = (url: URL, req: HttpRequest, headers: Record<s
 const viaFetch: Exchange<Response> = (url, req, headers) =>
   fetch(url, { method: req.method, headers, body: req.body ?? null, signal: req.signal, redirect: req.redirect ?? 'follow', duplex: 'half' } as RequestInit);
 
-/** GETs only, and their redirects are the caller's (`followRedirect`). */
-export const viaNodeHttp: Exchange<StreamedResponse> = (url, req, headers) => {
-  if (req.method !== 'GET' || req.body || req.redirect !== 'manual') throw new Error('node:http exchanges are GETs that follow no redirect');
-  return streamingGet(url, headers, req.signal);
-};
+/** A GET (its method and body are not looked at), its redirects left to the caller (`followRedirect`). */
+export const viaNodeHttp: Exchange<StreamedResponse> = (url, req, headers) => streamingGet(url, headers, req.signal);
 
 /** An answer's body not read, let go. */
 async function discard(res: Answer): Promise<void> {
