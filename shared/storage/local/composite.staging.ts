@@ -6,6 +6,7 @@ import type { BaseCopyStaging } from '../base-copy';
 import { ContentNotFoundError, type ByteRange, type StagedContent } from '../content.store';
 import { HashMeter } from '../hash.meter';
 import { PIECES_FILE, piecesOf, readManifest, type CompositeManifest, type CompositePiece } from './composite';
+import { syncFolder } from './durable';
 
 /** Copies shorter than this are written again with the new bytes: a piece of their own would cost more reads than it saves writes. */
 export const MIN_LINKED_COPY = 256 * 1024;
@@ -82,11 +83,13 @@ export class CompositeStaging implements BaseCopyStaging {
     }
     try {
       const meter = new HashMeter(this.target.maxBytes);
-      await pipeline(source, meter, this.splitter(base), createWriteStream(path.join(dir, NEW_BYTES), { flags: 'wx', highWaterMark: 1024 * 1024 }));
+      await pipeline(source, meter, this.splitter(base), createWriteStream(path.join(dir, NEW_BYTES), { flags: 'wx', highWaterMark: 1024 * 1024, flush: true }));
       const used = new Set(this.pieces.map((p) => p.file));
       for (const file of [NEW_BYTES, ...this.links.values()]) if (!used.has(file)) await fs.rm(path.join(dir, file));
       const manifest: CompositeManifest = { size: meter.received, pieces: this.pieces };
-      await fs.writeFile(path.join(dir, PIECES_FILE), JSON.stringify(manifest), { flag: 'wx' });
+      await fs.writeFile(path.join(dir, PIECES_FILE), JSON.stringify(manifest), { flag: 'wx', flush: true });
+      // Its links and files on disk before the folder is placed (shared/storage/local/durable.ts).
+      await syncFolder(dir);
       return { stagingKey: this.target.stagingKey, size: meter.received, sha256: meter.digest() };
     } catch (err) {
       await fs.rm(dir, { recursive: true, force: true });

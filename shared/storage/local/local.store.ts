@@ -20,6 +20,7 @@ import { HashMeter, measureBytes } from '../hash.meter';
 import { closeFd, openFd, READ_CHUNK, READ_FS, readAt, writeDescriptor } from './buffer.pool';
 import { isComposite, openComposite, readComposite, removeComposite, statComposite } from './composite';
 import { CompositeStaging } from './composite.staging';
+import { FolderFlushes, syncFile } from './durable';
 import { claimMarker, readMarker } from './store.marker';
 import { LocalTusStore, TUS_PREFIX } from './tus.file-store';
 import { WholeReader } from './whole.reader';
@@ -43,22 +44,29 @@ const WRITE_BATCH = 1024 * 1024;
  */
 const FRESH_STAGE_MS = 10_000;
 
-/** A new file's bytes in one call of the callback API, which costs less than a FileHandle's. */
-const writeWhole = (file: string, bytes: Buffer) => new Promise<void>((resolve, reject) => writeFile(file, bytes, { flag: 'wx' }, (err) => (err ? reject(err) : resolve())));
+/** A new file's bytes, on disk when it resolves, in one call of the callback API, which costs less than a FileHandle's. */
+const writeWhole = (file: string, bytes: Buffer) => new Promise<void>((resolve, reject) => writeFile(file, bytes, { flag: 'wx', flush: true }, (err) => (err ? reject(err) : resolve())));
 
 /** A key of plain segments (letters, digits, `_`, `-`, `.`; none `.` or `..`): it names a path below the root as it is. */
 const PLAIN_KEY = path.sep === '/' ? /^(?!\.\.?(?:\/|$))[\w.-]+(?:\/(?!\.\.?(?:\/|$))[\w.-]+)*$/ : /(?!)/;
 const isNotFound = (err: unknown): boolean => (err as NodeJS.ErrnoException).code === 'ENOENT';
 
-/** A rename, the target's folder created only when the rename finds it missing (a device's folder exists after its first file). */
-async function renameInto(from: string, to: string): Promise<void> {
+/**
+ * A rename, the target's folder created only when the rename finds it missing (a device's folder
+ * exists after its first file); on disk when it resolves (durable.ts), with the folder it created.
+ */
+async function renameInto(from: string, to: string, folders: FolderFlushes): Promise<void> {
+  const dir = path.dirname(to);
   try {
     await fs.rename(from, to);
   } catch (err) {
     if (!isNotFound(err)) throw err;
-    await fs.mkdir(path.dirname(to), { recursive: true });
+    const made = await fs.mkdir(dir, { recursive: true });
     await fs.rename(from, to);
+    // Each folder made holds the next one: their parents' entries go to disk too.
+    if (made) for (let d = dir; d !== path.dirname(made); d = path.dirname(d)) await folders.flush(path.dirname(d));
   }
+  await folders.flush(dir);
 }
 
 /**
@@ -72,6 +80,7 @@ export class LocalContentStore implements ContentStore, BaseCopies {
   /** Whether this process has made (or found) the staging folder, which every upload's bytes enter. */
   private stagingMade = false;
   private readonly whole = new WholeReader();
+  private readonly folders = new FolderFlushes();
   /** When this process finished staging each staged entry not yet placed or discarded. */
   private readonly stagedAt = new Map<string, number>();
 
@@ -110,7 +119,7 @@ export class LocalContentStore implements ContentStore, BaseCopies {
   async stage(source: Readable, options: StageOptions): Promise<StagedContent> {
     const meter = new HashMeter(options.maxBytes);
     return this.stageWith(async (file) => {
-      await pipeline(source, meter, createWriteStream(file, { flags: 'wx', highWaterMark: WRITE_BATCH }));
+      await pipeline(source, meter, createWriteStream(file, { flags: 'wx', highWaterMark: WRITE_BATCH, flush: true }));
       return { size: meter.received, sha256: meter.digest(), crc32: meter.crc32() };
     });
   }
@@ -162,7 +171,10 @@ export class LocalContentStore implements ContentStore, BaseCopies {
       const now = new Date();
       await fs.utimes(from, now, now);
     }
-    await renameInto(from, to);
+    // A resumable upload's PATCHes wrote without flushing (each may be followed by more); the
+    // bytes staged here and by a delta were flushed as they were staged.
+    if (staged.stagingKey.startsWith(TUS_PREFIX)) await syncFile(from);
+    await renameInto(from, to, this.folders);
   }
 
   /** Written whole under a staging name, then renamed over the key: a reader never sees part of it. */
@@ -172,7 +184,7 @@ export class LocalContentStore implements ContentStore, BaseCopies {
       if (!this.stagingMade) await fs.mkdir(path.dirname(file), { recursive: true });
       this.stagingMade = true;
       await writeWhole(file, bytes);
-      await renameInto(file, this.pathOf(key));
+      await renameInto(file, this.pathOf(key), this.folders);
     } catch (err) {
       if (isNotFound(err)) this.stagingMade = false;
       await fs.rm(file, { force: true });

@@ -1,0 +1,64 @@
+import { promises as fs } from 'node:fs';
+
+/*
+ * What makes the local store's content survive a power cut, not only a killed process: a content's
+ * bytes are on disk before the rename that names it, and the rename is on disk before the database
+ * commit that points at it (MariaDB's commit is itself flushed). Without the first, a cut could leave
+ * a committed row over an empty file; without the second, over no file at all.
+ */
+
+/** Flushes a file's bytes (and the size that reads them) to disk. */
+export async function syncFile(file: string): Promise<void> {
+  const handle = await fs.open(file, 'r');
+  try {
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Flushes a folder's entries (renames, links, creations in it) to disk. */
+export async function syncFolder(dir: string): Promise<void> {
+  const handle = await fs.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Folder flushes shared by the renames that ask for them together: the uploads of one owner
+ * transaction all land in the owner's folder, and one flush started after the last of their renames
+ * covers them all. A flush under way may have begun before a caller's rename, so that caller waits
+ * for the next one, which starts once it ends.
+ */
+export class FolderFlushes {
+  private readonly folders = new Map<string, { running?: Promise<void>; next?: Promise<void> }>();
+
+  constructor(private readonly sync: (dir: string) => Promise<void> = syncFolder) {}
+
+  /** Resolves once every change made in `dir` before this call is on disk. */
+  flush(dir: string): Promise<void> {
+    let state = this.folders.get(dir);
+    if (!state) {
+      state = {};
+      this.folders.set(dir, state);
+    }
+    if (state.next) return state.next;
+    const s = state;
+    const start = () => {
+      s.next = undefined;
+      const running = this.sync(dir).finally(() => {
+        if (s.running === running) s.running = undefined;
+        if (!s.running && !s.next) this.folders.delete(dir);
+      });
+      s.running = running;
+      return running;
+    };
+    // Started on the next turn: the renames that end in this one share it.
+    const after = s.running ? s.running.catch(() => undefined) : new Promise<void>((resolve) => setImmediate(resolve));
+    s.next = after.then(start);
+    return s.next;
+  }
+}

@@ -1,0 +1,83 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { FolderFlushes, syncFile, syncFolder } from '../../shared/storage/local/durable';
+
+/** A folder sync that records its calls and ends when the test says so. */
+function scriptedSync() {
+  const calls: { dir: string; end: (err?: Error) => void }[] = [];
+  const sync = (dir: string) => new Promise<void>((resolve, reject) => calls.push({ dir, end: (err) => (err ? reject(err) : resolve()) }));
+  return { calls, sync };
+}
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('FolderFlushes', () => {
+  it('flushes a folder once for the renames that ask together, and apart for another folder', async () => {
+    const { calls, sync } = scriptedSync();
+    const flushes = new FolderFlushes(sync);
+    const waits = [flushes.flush('/a'), flushes.flush('/a'), flushes.flush('/a'), flushes.flush('/b')];
+    await turn();
+    expect(calls.map((c) => c.dir).sort()).toEqual(['/a', '/b']);
+    for (const c of calls) c.end();
+    await Promise.all(waits);
+  });
+
+  it('makes a caller that asks during a flush wait for the next one, shared by everyone who asks meanwhile', async () => {
+    const { calls, sync } = scriptedSync();
+    const flushes = new FolderFlushes(sync);
+    let firstDone = false;
+    const first = flushes.flush('/a').then(() => (firstDone = true));
+    await turn();
+    expect(calls).toHaveLength(1);
+    // These renames may have ended after the running flush began: it does not cover them.
+    let laterDone = 0;
+    const later = [flushes.flush('/a'), flushes.flush('/a')].map((p) => p.then(() => laterDone++));
+    await turn();
+    expect(calls).toHaveLength(1);
+    calls[0]!.end();
+    await first;
+    expect(firstDone).toBe(true);
+    expect(laterDone).toBe(0);
+    await turn();
+    expect(calls).toHaveLength(2);
+    calls[1]!.end();
+    await Promise.all(later);
+    expect(laterDone).toBe(2);
+  });
+
+  it('fails every caller of a flush that failed, and flushes afresh for the next caller', async () => {
+    const { calls, sync } = scriptedSync();
+    const flushes = new FolderFlushes(sync);
+    const waits = [flushes.flush('/a'), flushes.flush('/a')];
+    await turn();
+    calls[0]!.end(new Error('EIO'));
+    await expect(waits[0]).rejects.toThrow('EIO');
+    await expect(waits[1]).rejects.toThrow('EIO');
+    const again = flushes.flush('/a');
+    await turn();
+    expect(calls).toHaveLength(2);
+    calls[1]!.end();
+    await expect(again).resolves.toBeUndefined();
+  });
+});
+
+describe('syncFile and syncFolder', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'filesync-durable-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('flush a real file and folder, and refuse what is not there', async () => {
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(path.join(dir, 'f'), 'bytes');
+    await expect(syncFile(path.join(dir, 'f'))).resolves.toBeUndefined();
+    await expect(syncFolder(dir)).resolves.toBeUndefined();
+    await expect(new FolderFlushes().flush(dir)).resolves.toBeUndefined();
+    await expect(syncFile(path.join(dir, 'missing'))).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(new FolderFlushes().flush(path.join(dir, 'missing'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
