@@ -1,7 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, open, readFile, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { FolderFlushes, syncFile, syncFolder } from '../../shared/storage/local/durable';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { FlushBehind, FolderFlushes, syncFile, syncFolder } from '../../shared/storage/local/durable';
 
 /** A folder sync that records its calls and ends when the test says so. */
 function scriptedSync() {
@@ -72,12 +74,45 @@ describe('syncFile and syncFolder', () => {
   });
 
   it('flush a real file and folder, and refuse what is not there', async () => {
-    const { writeFile } = await import('node:fs/promises');
     await writeFile(path.join(dir, 'f'), 'bytes');
     await expect(syncFile(path.join(dir, 'f'))).resolves.toBeUndefined();
     await expect(syncFolder(dir)).resolves.toBeUndefined();
     await expect(new FolderFlushes().flush(dir)).resolves.toBeUndefined();
     await expect(syncFile(path.join(dir, 'missing'))).rejects.toMatchObject({ code: 'ENOENT' });
     await expect(new FolderFlushes().flush(path.join(dir, 'missing'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+describe('FlushBehind', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'filesync-flush-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const pieces = (n: number, size: number) => Array.from({ length: n }, (_, i) => Buffer.alloc(size, i));
+
+  it('passes the bytes on unchanged and flushes every 16 MiB behind them', async () => {
+    const file = path.join(dir, 'staged');
+    const handle = await open(file, 'wx');
+    let flushes = 0;
+    const datasync = handle.datasync.bind(handle);
+    handle.datasync = () => {
+      flushes++;
+      return datasync();
+    };
+    const input = pieces(40, 1024 * 1024);
+    await pipeline(Readable.from(input), new FlushBehind(handle), handle.createWriteStream({ flush: true }));
+    expect(flushes).toBe(2);
+    expect((await readFile(file)).equals(Buffer.concat(input))).toBe(true);
+  });
+
+  it('fails the stream at its end when a flush behind the writes failed', async () => {
+    const handle = { datasync: () => Promise.reject(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' })) } as unknown as FileHandle;
+    const sink: Buffer[] = [];
+    const writable = new Writable({ write: (c: Buffer, _e, cb) => (sink.push(c), cb()) });
+    await expect(pipeline(Readable.from(pieces(17, 1024 * 1024)), new FlushBehind(handle), writable)).rejects.toMatchObject({ code: 'EIO' });
   });
 });

@@ -1,4 +1,6 @@
 import { promises as fs } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { Transform, type TransformCallback } from 'node:stream';
 
 /*
  * What makes the local store's content survive a power cut, not only a killed process: a content's
@@ -60,5 +62,38 @@ export class FolderFlushes {
     const after = s.running ? s.running.catch(() => undefined) : new Promise<void>((resolve) => setImmediate(resolve));
     s.next = after.then(start);
     return s.next;
+  }
+}
+
+/** Bytes written between two flushes behind the writes of a staged file (FlushBehind). */
+const FLUSH_EVERY = 16 * 1024 * 1024;
+
+/**
+ * Passes a staged file's bytes on to its write stream and flushes the file every FLUSH_EVERY bytes
+ * behind them, so that the disk writes while the body still arrives and the flush before the file
+ * is placed waits for the last stretch only. The flushes go through the file's handle, whose close
+ * waits for them; the first that fails fails the stream at its end.
+ */
+export class FlushBehind extends Transform {
+  private flushing: Promise<void> = Promise.resolve();
+  private unflushed = 0;
+
+  constructor(private readonly handle: FileHandle) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    this.unflushed += chunk.length;
+    if (this.unflushed >= FLUSH_EVERY) {
+      this.unflushed = 0;
+      this.flushing = this.flushing.then(() => this.handle.datasync());
+      // Met in _flush; until then it must not count as unhandled.
+      this.flushing.catch(() => undefined);
+    }
+    done(null, chunk);
+  }
+
+  override _flush(done: TransformCallback): void {
+    this.flushing.then(() => done(), done);
   }
 }

@@ -1,4 +1,4 @@
-import { closeSync, createReadStream, createWriteStream, fstatSync, promises as fs, writeFile } from 'node:fs';
+import { closeSync, createReadStream, fstatSync, promises as fs, writeFile } from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -20,7 +20,7 @@ import { HashMeter, measureBytes } from '../hash.meter';
 import { closeFd, openFd, READ_CHUNK, READ_FS, readAt, writeDescriptor } from './buffer.pool';
 import { isComposite, openComposite, readComposite, removeComposite, statComposite } from './composite';
 import { CompositeStaging } from './composite.staging';
-import { FolderFlushes, syncFile } from './durable';
+import { FlushBehind, FolderFlushes, syncFile } from './durable';
 import { claimMarker, readMarker } from './store.marker';
 import { LocalTusStore, TUS_PREFIX } from './tus.file-store';
 import { WholeReader } from './whole.reader';
@@ -119,7 +119,8 @@ export class LocalContentStore implements ContentStore, BaseCopies {
   async stage(source: Readable, options: StageOptions): Promise<StagedContent> {
     const meter = new HashMeter(options.maxBytes);
     return this.stageWith(async (file) => {
-      await pipeline(source, meter, createWriteStream(file, { flags: 'wx', highWaterMark: WRITE_BATCH, flush: true }));
+      const handle = await fs.open(file, 'wx');
+      await pipeline(source, meter, new FlushBehind(handle), handle.createWriteStream({ highWaterMark: WRITE_BATCH, flush: true }));
       return { size: meter.received, sha256: meter.digest(), crc32: meter.crc32() };
     });
   }
