@@ -64,15 +64,15 @@ describe('FolderFlushes', () => {
   });
 });
 
-describe('syncFile and syncFolder', () => {
-  let dir: string;
-  beforeAll(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'filesync-durable-'));
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'filesync-durable-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
 
+describe('syncFile and syncFolder', () => {
   it('flush a real file and folder, and refuse what is not there', async () => {
     await writeFile(path.join(dir, 'f'), 'bytes');
     await expect(syncFile(path.join(dir, 'f'))).resolves.toBeUndefined();
@@ -84,14 +84,6 @@ describe('syncFile and syncFolder', () => {
 });
 
 describe('FlushBehind', () => {
-  let dir: string;
-  beforeAll(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'filesync-flush-'));
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
-
   const pieces = (n: number, size: number) => Array.from({ length: n }, (_, i) => Buffer.alloc(size, i));
 
   it('passes the bytes on unchanged and flushes every 16 MiB behind them', async () => {

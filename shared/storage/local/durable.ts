@@ -9,25 +9,21 @@ import { Transform, type TransformCallback } from 'node:stream';
  * a committed row over an empty file; without the second, over no file at all.
  */
 
-/** Flushes a file's bytes (and the size that reads them) to disk. */
-export async function syncFile(file: string): Promise<void> {
-  const handle = await fs.open(file, 'r');
+/** Opens `target` for reading and flushes it: `datasync` a file's bytes (and the size that reads them), `sync` a folder's entries. */
+async function flushOpened(target: string, how: 'datasync' | 'sync'): Promise<void> {
+  const handle = await fs.open(target, 'r');
   try {
-    await handle.datasync();
+    await handle[how]();
   } finally {
     await handle.close();
   }
 }
 
+/** Flushes a file's bytes to disk. */
+export const syncFile = (file: string): Promise<void> => flushOpened(file, 'datasync');
+
 /** Flushes a folder's entries (renames, links, creations in it) to disk. */
-export async function syncFolder(dir: string): Promise<void> {
-  const handle = await fs.open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
+export const syncFolder = (dir: string): Promise<void> => flushOpened(dir, 'sync');
 
 /**
  * Folder flushes shared by the renames that ask for them together: the uploads of one owner
