@@ -26,9 +26,9 @@ export const syncFile = (file: string): Promise<void> => flushOpened(file, 'data
 export const syncFolder = (dir: string): Promise<void> => flushOpened(dir, 'sync');
 
 /**
- * Folder flushes shared by the renames that ask for them together: the uploads of one owner
- * transaction all land in the owner's folder, and one flush started after the last of their renames
- * covers them all. A flush under way may have begun before a caller's rename, so that caller waits
+ * Folder flushes shared by the renames that ask for them together: the uploads that share an owner
+ * transaction mostly come from one device and land in its folder (shared/content/content.keys.ts),
+ * and one flush started after the last of their renames covers them all. A flush under way may have begun before a caller's rename, so that caller waits
  * for the next one, which starts once it ends.
  */
 export class FolderFlushes {
