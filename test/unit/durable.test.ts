@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { FlushBehind, FolderFlushes, syncFile, syncFolder } from '../../shared/storage/local/durable';
+import { FlushBehind, FolderFlushes, openFor, syncFile, syncFolder } from '../../shared/storage/local/durable';
 
 /** A folder sync that records its calls and ends when the test says so. */
 function scriptedSync() {
@@ -108,3 +108,16 @@ describe('FlushBehind', () => {
     await expect(pipeline(Readable.from(pieces(17, 1024 * 1024)), new FlushBehind(handle), writable)).rejects.toMatchObject({ code: 'EIO' });
   });
 });
+
+describe('openFor', () => {
+  it('opens the file, and destroys the source when it cannot, as a pipeline would', async () => {
+    const source = Readable.from([Buffer.from('bytes')]);
+    const handle = await openFor(source, path.join(dir, 'opened'), 'wx');
+    await handle.close();
+    expect(source.destroyed).toBe(false);
+    const other = Readable.from([Buffer.from('bytes')]);
+    await expect(openFor(other, path.join(dir, 'opened'), 'wx')).rejects.toMatchObject({ code: 'EEXIST' });
+    expect(other.destroyed).toBe(true);
+  });
+});
+

@@ -6,7 +6,7 @@ import type { BaseCopyStaging } from '../base-copy';
 import { ContentNotFoundError, type ByteRange, type StagedContent } from '../content.store';
 import { HashMeter } from '../hash.meter';
 import { PIECES_FILE, piecesOf, readManifest, type CompositeManifest, type CompositePiece } from './composite';
-import { FlushBehind, syncFolder } from './durable';
+import { FlushBehind, openFor, syncFolder } from './durable';
 
 /** Copies shorter than this are written again with the new bytes: a piece of their own would cost more reads than it saves writes. */
 export const MIN_LINKED_COPY = 256 * 1024;
@@ -83,7 +83,7 @@ export class CompositeStaging implements BaseCopyStaging {
     }
     try {
       const meter = new HashMeter(this.target.maxBytes);
-      const handle = await fs.open(path.join(dir, NEW_BYTES), 'wx');
+      const handle = await openFor(source, path.join(dir, NEW_BYTES), 'wx');
       await pipeline(source, meter, this.splitter(base), new FlushBehind(handle), handle.createWriteStream({ highWaterMark: 1024 * 1024, flush: true }));
       const used = new Set(this.pieces.map((p) => p.file));
       for (const file of [NEW_BYTES, ...this.links.values()]) if (!used.has(file)) await fs.rm(path.join(dir, file));

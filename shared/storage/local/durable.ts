@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { Transform, type TransformCallback } from 'node:stream';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
 
 /*
  * What makes the local store's content survive a power cut, not only a killed process: a content's
@@ -28,8 +28,8 @@ export const syncFolder = (dir: string): Promise<void> => flushOpened(dir, 'sync
 /**
  * Folder flushes shared by the renames that ask for them together: the uploads that share an owner
  * transaction mostly come from one device and land in its folder (shared/content/content.keys.ts),
- * and one flush started after the last of their renames covers them all. A flush under way may have begun before a caller's rename, so that caller waits
- * for the next one, which starts once it ends.
+ * and one flush started after the last of their renames covers them all. A flush under way may have
+ * begun before a caller's rename, so that caller waits for the next one, which starts once it ends.
  */
 export class FolderFlushes {
   private readonly folders = new Map<string, { running?: Promise<void>; next?: Promise<void> }>();
@@ -91,5 +91,18 @@ export class FlushBehind extends Transform {
 
   override _flush(done: TransformCallback): void {
     this.flushing.then(() => done(), done);
+  }
+}
+
+/**
+ * Opens a file to write `source` into, as a pipeline would: if the file cannot be opened, the source
+ * is destroyed with the error, as a pipeline whose file stream failed destroys it.
+ */
+export async function openFor(source: Readable, file: string, flags: 'wx' | 'r+'): Promise<FileHandle> {
+  try {
+    return await fs.open(file, flags);
+  } catch (err) {
+    source.destroy();
+    throw err;
   }
 }

@@ -20,7 +20,7 @@ import { HashMeter, measureBytes } from '../hash.meter';
 import { closeFd, openFd, READ_CHUNK, READ_FS, readAt, writeDescriptor } from './buffer.pool';
 import { isComposite, openComposite, readComposite, removeComposite, statComposite } from './composite';
 import { CompositeStaging } from './composite.staging';
-import { FlushBehind, FolderFlushes, syncFile } from './durable';
+import { FlushBehind, FolderFlushes, openFor } from './durable';
 import { claimMarker, readMarker } from './store.marker';
 import { LocalTusStore, TUS_PREFIX } from './tus.file-store';
 import { WholeReader } from './whole.reader';
@@ -119,7 +119,7 @@ export class LocalContentStore implements ContentStore, BaseCopies {
   async stage(source: Readable, options: StageOptions): Promise<StagedContent> {
     const meter = new HashMeter(options.maxBytes);
     return this.stageWith(async (file) => {
-      const handle = await fs.open(file, 'wx');
+      const handle = await openFor(source, file, 'wx');
       await pipeline(source, meter, new FlushBehind(handle), handle.createWriteStream({ highWaterMark: WRITE_BATCH, flush: true }));
       return { size: meter.received, sha256: meter.digest(), crc32: meter.crc32() };
     });
@@ -172,9 +172,7 @@ export class LocalContentStore implements ContentStore, BaseCopies {
       const now = new Date();
       await fs.utimes(from, now, now);
     }
-    // A resumable upload's PATCHes wrote without flushing (each may be followed by more); the
-    // bytes staged here and by a delta were flushed as they were staged.
-    if (staged.stagingKey.startsWith(TUS_PREFIX)) await syncFile(from);
+    // Staged bytes are on disk already (stageWith, CompositeStaging, LocalTusStore.staged).
     await renameInto(from, to, this.folders);
   }
 

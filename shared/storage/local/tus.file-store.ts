@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, promises as fs } from 'node:fs';
+import { createReadStream, promises as fs } from 'node:fs';
 import type http from 'node:http';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -8,6 +8,7 @@ import { FileStore } from '@tus/file-store';
 import { ERRORS, Upload } from '@tus/server';
 import type { ResumableDataStore, StagedContent, UploadGone } from '../content.store';
 import { RunningHashes } from '../running.hashes';
+import { FlushBehind, openFor, syncFile } from './durable';
 
 /** Resumable uploads live under this key prefix of the local store: same file system, so completion is a rename. */
 export const TUS_PREFIX = '.tus/';
@@ -21,7 +22,8 @@ const WRITE_BUFFER = 1024 * 1024;
  * The tus file store (bytes in `<id>`, the upload's info in `<id>.json`, both on disk so they survive
  * a restart and can be shared by several gateways), with these changes:
  * - it hashes the bytes while PATCHes write them, as long as they arrive in order on this gateway,
- *   so completion need not read the file again, and writes them through a 1 MiB buffer;
+ *   so completion need not read the file again, and writes them through a 1 MiB buffer, flushed
+ *   behind the writes so that the flush at completion waits for the last stretch only;
  * - it does not advertise creation-defer-length: the service requires Upload-Length;
  * - its expiry sweep tolerates half-removed uploads (bytes without info or info without bytes).
  */
@@ -55,16 +57,20 @@ export class LocalTusStore extends FileStore implements ResumableDataStore {
    * does) instead of one 16 KiB write per network chunk; and the bytes are hashed as they pass.
    */
   override async write(readable: http.IncomingMessage | Readable, id: string, offset: number): Promise<number> {
+    const handle = await openFor(readable, this.bytesPath(id), 'r+').catch(() => {
+      throw ERRORS.FILE_WRITE_ERROR;
+    });
     const hash = this.hashes.take(id, offset);
     let received = 0;
     // An observer rather than a stage of the pipeline: every chunk the stream emits is a chunk the
-    // file stream is given, and nothing is added to the path of the bytes.
+    // file stream is given, and nothing is added to the path of the bytes. Attached only with the
+    // pipeline in the same turn: a 'data' listener alone would let the body flow past the file.
     readable.on('data', (chunk: Buffer) => {
       received += chunk.length;
       hash?.update(chunk);
     });
     try {
-      await pipeline(readable, createWriteStream(this.bytesPath(id), { flags: 'r+', start: offset, highWaterMark: WRITE_BUFFER }));
+      await pipeline(readable, new FlushBehind(handle), handle.createWriteStream({ start: offset, highWaterMark: WRITE_BUFFER }));
     } catch {
       throw ERRORS.FILE_WRITE_ERROR;
     }
@@ -91,9 +97,13 @@ export class LocalTusStore extends FileStore implements ResumableDataStore {
     return this.configstore.get(id).catch(() => undefined);
   }
 
-  /** A finished upload as staged content of the local store, which `place` renames into place. */
+  /**
+   * A finished upload as staged content of the local store, which `place` renames into place: its
+   * bytes on disk first (durable.ts), before the owner's lock is taken.
+   */
   async staged(id: string, size: number): Promise<StagedContent> {
-    return { stagingKey: `${TUS_PREFIX}${id}`, size, sha256: await this.digest(id, size) };
+    const [sha256] = await Promise.all([this.digest(id, size), syncFile(this.bytesPath(id))]);
+    return { stagingKey: `${TUS_PREFIX}${id}`, size, sha256 };
   }
 
   /** The SHA-256 of a finished upload: from the running hash when it covers every byte, else read from disk. */
