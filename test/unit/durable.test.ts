@@ -101,6 +101,26 @@ describe('FlushBehind', () => {
     expect((await readFile(file)).equals(Buffer.concat(input))).toBe(true);
   });
 
+  it('counts from the offset the writes start at, so that a file written in several requests is flushed all the same', async () => {
+    const file = path.join(dir, 'resumed');
+    await writeFile(file, Buffer.alloc(0));
+    let flushes = 0;
+    let offset = 0;
+    // Eight requests of 5 MiB: 40 MiB crosses two 16 MiB marks.
+    for (let i = 0; i < 8; i++) {
+      const handle = await open(file, 'r+');
+      const datasync = handle.datasync.bind(handle);
+      handle.datasync = () => {
+        flushes++;
+        return datasync();
+      };
+      await pipeline(Readable.from(pieces(5, 1024 * 1024)), new FlushBehind(handle, offset), handle.createWriteStream({ start: offset }));
+      offset += 5 * 1024 * 1024;
+    }
+    expect(flushes).toBe(2);
+    expect((await readFile(file)).length).toBe(offset);
+  });
+
   it('fails the stream at its end when a flush behind the writes failed', async () => {
     const handle = { datasync: () => Promise.reject(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' })) } as unknown as FileHandle;
     const sink: Buffer[] = [];

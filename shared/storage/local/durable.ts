@@ -74,8 +74,13 @@ export class FlushBehind extends Transform {
   private flushing: Promise<void> = Promise.resolve();
   private unflushed = 0;
 
-  constructor(private readonly handle: FileHandle) {
+  /** `from`: the offset the writes start at, so that a file written in several requests is flushed every FLUSH_EVERY bytes all the same. */
+  constructor(
+    private readonly handle: FileHandle,
+    from = 0,
+  ) {
     super();
+    this.unflushed = from % FLUSH_EVERY;
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {

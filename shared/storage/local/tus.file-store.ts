@@ -70,7 +70,7 @@ export class LocalTusStore extends FileStore implements ResumableDataStore {
       hash?.update(chunk);
     });
     try {
-      await pipeline(readable, new FlushBehind(handle), handle.createWriteStream({ start: offset, highWaterMark: WRITE_BUFFER }));
+      await pipeline(readable, new FlushBehind(handle, offset), handle.createWriteStream({ start: offset, highWaterMark: WRITE_BUFFER }));
     } catch {
       throw ERRORS.FILE_WRITE_ERROR;
     }
