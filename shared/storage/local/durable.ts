@@ -100,8 +100,8 @@ export class FlushBehind extends Transform {
 }
 
 /**
- * Opens a file to write `source` into, as a pipeline would: if the file cannot be opened, the source
- * is destroyed with the error, as a pipeline whose file stream failed destroys it.
+ * Opens a file to write `source` into: if it cannot be opened, the source is destroyed, as a pipeline
+ * whose file stream failed to open destroys it (a request body then lets its connection go).
  */
 export async function openFor(source: Readable, file: string, flags: 'wx' | 'r+'): Promise<FileHandle> {
   try {
