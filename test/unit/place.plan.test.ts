@@ -33,3 +33,22 @@ test('a node blocked by one that stays does not stop the others, nor a cycle bes
   expect(steps.filter((s) => s.id === 'b' || s.id === 'c')).toHaveLength(3);
   expect(steps.filter((s) => s.type === 'update' && s.name.includes('.filesync-swap-'))).toHaveLength(1);
 });
+
+test('a node whose halfway places are both held reaches a free target through a temporary name', () => {
+  // `x` is P/Docs and goes to /docs, while /Docs (P itself) and P/docs stay where they are.
+  const current = places([['P', '', 'Docs'], ['x', 'P', 'Docs'], ['d', 'P', 'docs']]);
+  const steps = planPlaces(current, places([['x', '', 'docs']])).flat();
+  expect(steps).toHaveLength(3);
+  expect(steps[0]).toMatchObject({ id: 'x', type: 'update', name: expect.stringContaining('.filesync-swap-') });
+  expect(steps[1]).toEqual({ id: 'x', type: 'move', parentId: '' });
+  expect(steps[2]).toEqual({ id: 'x', type: 'update', name: 'docs' });
+  // Applied in order, no step lands on a place another node holds.
+  const at = new Map([...current].map(([id, p]) => [id, { ...p }]));
+  for (const s of steps) {
+    const p = at.get(s.id)!;
+    const next = s.type === 'move' ? { parentId: s.parentId, name: p.name } : { parentId: p.parentId, name: s.name };
+    expect([...at].filter(([id, q]) => id !== s.id && q.parentId === next.parentId && q.name === next.name)).toEqual([]);
+    at.set(s.id, next);
+  }
+  expect(at.get('x')).toEqual({ parentId: '', name: 'docs' });
+});

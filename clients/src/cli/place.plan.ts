@@ -11,17 +11,21 @@ export type PlaceStep = { id: string; type: 'move'; parentId: string } | { id: s
 
 const key = (p: Place) => `${p.parentId}/${p.name}`;
 
+const SWAP_MARK = '.filesync-swap-';
+
 /** A name for a node parked out of the way during a swap: unlikely to be taken, within the name limit. */
 export function swapName(name: string): string {
-  return `${name.slice(0, 200)}.filesync-swap-${randomBytes(4).toString('hex')}`;
+  return `${name.slice(0, 200)}${SWAP_MARK}${randomBytes(4).toString('hex')}`;
 }
+
 
 /**
  * Orders the renames and moves of one pass so that none lands on a name another node still holds on
  * the server: a node goes as soon as its target is free, and when every remaining one waits on
  * another (a → b with b → a, or two files swapped across folders) one of them is first renamed to a
  * temporary name in its folder, which breaks the cycle. A node that both moves and is renamed goes
- * in two steps, whichever intermediate place is free. A node whose place another keeps (a clash the
+ * in two steps, whichever intermediate place is free, or in three through a temporary name when
+ * neither is. A node whose place another keeps (a clash the
  * pull resolves) is left where it is. Answers batches in which each node appears at
  * most once, so that every op's `baseRev` can be the rev the previous batch answered.
  */
@@ -79,6 +83,9 @@ export function planPlaces(current: Map<string, Place>, targets: Map<string, Pla
       if (cur.parentId !== to.parentId) {
         if (!below(to.parentId, id) && free({ parentId: to.parentId, name: cur.name }, id)) move(id, to.parentId);
         else if (cur.name !== to.name && free({ parentId: cur.parentId, name: to.name }, id)) rename(id, to.name);
+        // Both halfway places are held (`P/Docs` to `/docs` beside `/Docs` and `P/docs`), the target is
+        // not: the node goes through a temporary name, which the move then carries to its folder.
+        else if (!below(to.parentId, id) && free(to, id) && !cur.name.includes(SWAP_MARK)) rename(id, swapName(to.name));
         else continue;
       } else if (free(to, id)) rename(id, to.name);
       else continue;
