@@ -66,7 +66,8 @@ export async function runLinks(ctx: BenchContext): Promise<ScenarioReport> {
   {
     const bytes = (quick ? 20 : 100) * MiB;
     const label = `${bytes / MiB} MiB`;
-    const reps = quick ? 3 : 9;
+    // Many short reps: a median of 21 holds still where a mean of 9 swings by 20% from run to run.
+    const reps = quick ? 3 : 21;
     const src = path.join(work, 'big.bin');
     await writeRandomFile(src, bytes);
     const id = await uploadFile(src, 'big.bin', bytes);
@@ -191,9 +192,9 @@ export async function runLinks(ctx: BenchContext): Promise<ScenarioReport> {
     headers: ['case', 'metric', 'link', 'ceiling', 'ratio', 'median of per-rep ratios', 'goal'],
     rows,
     notes: [
-      'Download: GET /v1/public/:token/content of a read link and the owner\'s GET /v1/files/:id/content of the same file, alternating, each first every other rep, one warm-up of each; the body is read and discarded by the client.',
+      'Download: GET /v1/public/:token/content of a read link and the owner\'s GET /v1/files/:id/content of the same file, alternating, each first every other rep, one warm-up of each, 21 reps; the body is read and discarded by the client. Rates are of the median transfer (a mean lets one slow rep of this host decide).',
       'Upload: POST /v1/public/:token/files of an upload link and the owner\'s POST /v1/files (multipart, into a folder), 20 at a time of each in turn, unique names.',
-      'ZIP: GET /v1/public/:token/archive of a folder of 100 KiB files (stored entries) and the owner\'s GET /v1/archive?ids= of it, against the owner\'s GET of one file holding as many bytes, the three in turn; the rate counts the files\' bytes. The 10x folder holds rows that share the first folder\'s stored content, so what grows is the listing; peak RSS is VmHWM after a reset and VmRSS sampled every 5 ms.',
+      'ZIP: GET /v1/public/:token/archive of a folder of 100 KiB files (stored entries) and the owner\'s GET /v1/archive?ids= of it, against the owner\'s GET of one file holding as many bytes, the three in turn, 15 reps; the rate is of the median transfer and counts the files\' bytes. The 10x folder holds rows that share the first folder\'s stored content, so what grows is the listing; peak RSS is VmHWM after a reset and VmRSS sampled every 5 ms.',
       `Unlock: POST /v1/public/:token/unlock and POST /v1/auth/login, ${LOGIN_CONCURRENCY} clients each (LOGIN_CONCURRENCY=${LOGIN_CONCURRENCY}), alternating halves; both verify one Argon2id hash (m=64 MiB, t=1, p=4).`,
       ...notes,
     ],

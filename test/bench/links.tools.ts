@@ -34,8 +34,13 @@ export async function timedGet(client: HttpClient, url: string, headers: Record<
   return ms;
 }
 
-export const rateOf = (bytes: number, ms: number[]) => (bytes * ms.length) / MB / (ms.reduce((a, b) => a + b, 0) / 1000);
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+/**
+ * MB/s of a median transfer. One transfer of 100 MB on this kind of host swings by 2x from one rep to
+ * the next (pages the hypervisor backs on first touch, a neighbour's burst): a mean lets one slow
+ * rep decide a 5% goal, a median of many reps does not.
+ */
+export const rateOf = (bytes: number, ms: number[]) => bytes / MB / (median(ms) / 1000);
 
 /** Peak resident memory of `pid` while `work` runs: VmHWM after a reset, and VmRSS sampled every 5 ms. */
 export async function peakRss(pid: number, work: () => Promise<void>): Promise<{ rest: number; peak: number }> {

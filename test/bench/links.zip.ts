@@ -71,7 +71,7 @@ export async function zipCase(input: ZipCaseInput): Promise<Record<string, unkno
     if (res.status !== 200 || res.bytes < total) throw new Error(`archive ${url}: ${res.status}, ${res.bytes} bytes`);
     return ms;
   };
-  const reps = quick ? 2 : 9;
+  const reps = quick ? 3 : 15;
   const times = { one: [] as number[], link: [] as number[], owner: [] as number[] };
   const ratios = { link: [] as number[], owner: [] as number[] };
   for (let rep = -1; rep < reps; rep++) {
