@@ -105,6 +105,32 @@ describe.each(DRIVERS)('bulk transfers on the %s driver', (driver) => {
     expect(got[3]!.bytes.length).toBe(0);
   });
 
+  test('files staged together keep the request order: of two files of one name, the first is created and the later refused', async () => {
+    const name = `twice-${newId()}.txt`;
+    const first = randomBytes(250_000);
+    const later = randomBytes(10);
+    const filler = (i: number) => ({ header: { name: `fill-${i}-${newId()}.bin`, size: 4096 }, bytes: randomBytes(4096) });
+    // The first is the larger (its write takes longer) and several stagings lie between them.
+    const res = await bulkUpload(
+      frames([
+        { header: { name, size: first.length }, bytes: first },
+        ...Array.from({ length: 3 }, (_, i) => filler(i)),
+        { header: { name, size: later.length }, bytes: later },
+        ...Array.from({ length: 30 }, (_, i) => filler(i + 3)),
+      ]),
+    );
+
+    expect(res.status).toBe(200);
+    const results = res.body.results as { status: number; file?: { id: string; sha256: string }; error?: { code: string } }[];
+    expect(results).toHaveLength(35);
+    expect(results[0]).toMatchObject({ status: 201, file: { sha256: sha256(first) } });
+    expect(results[4]).toMatchObject({ status: 409, error: { code: 'NAME_CONFLICT' } });
+    expect(results.filter((r) => r.status === 201)).toHaveLength(34);
+    const down = await fetch(`${api.baseUrl}/v1/files/${results[0]!.file!.id}/content`, { headers: { authorization: `Bearer ${api.token}` } });
+    expect(Buffer.from(await down.arrayBuffer()).equals(first)).toBe(true);
+    expect(await stored.staging()).toEqual([]);
+  });
+
   test('many files into one folder, one into a folder that is not there; a large one comes down whole among small ones', async () => {
     const folderId = newId();
     const made = await api.post('/v1/sync/ops', { ops: [{ opId: 1, type: 'create', resourceId: folderId, payload: { resourceType: 'folder', name: `in-${newId()}` } }] });
