@@ -16,7 +16,9 @@
  * (`--delta-mib` sets the largest) and send every edit as a delta upload (delta.device.ts); at the
  * end each file must hold, byte for byte, the last write acknowledged, with one rev and one kept
  * version per write, the byte counters equal to the rows, and staging holding only what the
- * SIGKILLed gateways left, which the staging sweep removes. At the end MySQL is checked against every answer; the exit code is non-zero
+ * SIGKILLed gateways left, which the staging sweep removes. A client sends many small files per
+ * request (bulk.uploader.ts) with ids of its own, again after a failed request: every file answered
+ * 201 must be there, and no file the client did not send. At the end MySQL is checked against every answer; the exit code is non-zero
  * when anything was lost, doubled, applied out of order or left hanging.
  */
 import { randomBytes } from 'node:crypto';
@@ -29,6 +31,7 @@ import { RedisCluster } from '../support/redis.cluster';
 import { createBucket, Rgw } from '../support/rgw';
 import { IsolatedRun } from '../support/isolated.run';
 import { ChaosUploader, type UploaderReport } from './uploader';
+import { ChaosBulkUploader } from './bulk.uploader';
 import { freePort, RedisServer } from '../support/redis.server';
 import { verify, type DeviceInfo } from './check';
 import { ChaosDevice, type Attempt } from './device';
@@ -127,16 +130,19 @@ async function main(): Promise<void> {
     const loops = devices.map((d) => d.run(() => stopping, () => drainUntil));
     const uploader = ON_S3 ? new ChaosUploader(() => baseUrl, (await admin.createUser('chaos-uploader')).token) : undefined;
     const uploading = uploader?.run(() => stopping);
+    const bulk = new ChaosBulkUploader(() => baseUrl, (await admin.createUser('chaos-bulk')).token);
+    const bulkSending = bulk.run(() => stopping);
     const editing = deltas.flatMap((u) => u.devices.map((d) => d.run(() => stopping, () => drainUntil)));
     const faults = await runFaults({ gateway, workers, redis, queueSlotKey: `{${name}}`, endAt, devices });
 
     stopping = true;
     drainUntil = Date.now() + 60_000;
     log('faults over; letting every device finish the batch in hand');
-    await Promise.all([...loops, uploading, ...editing]);
+    await Promise.all([...loops, uploading, bulkSending, ...editing]);
     await sleep(3000);
     const verdict = await verify(db, infos, attempts);
     const uploads: UploaderReport | undefined = await uploader?.verify();
+    const bulked = await bulk.verify();
     const deltaVerdict = await verifyDeltas(db, deltas, MAX_VERSIONS);
     const lastKill = Math.max(0, ...faults.filter((f) => f.name.startsWith('SIGKILL the gateway')).map((f) => f.at));
     const staging = await checkStaging(createContentStore(loadConfig(env)), lastKill);
@@ -156,6 +162,8 @@ async function main(): Promise<void> {
       console.log(`resumable uploads on S3: ${uploads.completed} finished, ${uploads.resumed} PATCHes resumed after a failure, ${uploads.unconfirmed} whose last answer was lost, ${uploads.mismatches} read back wrong; failed PATCHes by answer: ${JSON.stringify(uploads.failures)}`);
       for (const e of uploads.examples) console.log(`  ! ${e}`);
     }
+    console.log(`bulk uploads: ${bulked.requests} requests, ${bulked.created} files created, ${bulked.retried} requests sent again, ${bulked.createdUnanswered} files found created after a lost answer; failed requests by answer: ${JSON.stringify(bulked.failures)}; lost: ${bulked.lost}; wrong or extra files: ${bulked.wrong}`);
+    for (const e of bulked.examples) console.log(`  ! ${e}`);
     const d = deltaStats;
     console.log(`delta uploads: ${d.requests} requests, ${d.acknowledged} acknowledged (${d.ackedLate} found committed after a lost answer), ${d.preconditionFailed} answered 412, ${d.rebased} edits redone on the other device's content; failed requests by kind: ${JSON.stringify(d.failures)}; wrong answers: ${d.wrongAnswers}`);
     const dv = deltaVerdict;
@@ -166,7 +174,7 @@ async function main(): Promise<void> {
     for (const e of verdict.examples) console.log(`  ! ${e}`);
     const deltaBad = d.wrongAnswers + (d.failures.hung ?? 0) + dv.wrongContent + dv.lost + dv.doubled + dv.versionMismatches + dv.quotaMismatches + dv.unresolved;
     const stagingBad = staging.newer.length + staging.afterSweep;
-    const bad = verdict.lost + verdict.doubled + verdict.orderViolations + verdict.hung + verdict.inconsistent + (uploads?.mismatches ?? 0) + deltaBad + stagingBad;
+    const bad = verdict.lost + verdict.doubled + verdict.orderViolations + verdict.hung + verdict.inconsistent + (uploads?.mismatches ?? 0) + bulked.lost + bulked.wrong + deltaBad + stagingBad;
     exitCode = bad > 0 ? 1 : 0;
     console.log(bad > 0 ? 'RESULT: FAILED' : 'RESULT: OK');
   } finally {

@@ -106,28 +106,27 @@ describe.each(DRIVERS)('bulk transfers on the %s driver', (driver) => {
   });
 
   test('files staged together keep the request order: of two files of one name, the first is created and the later refused', async () => {
-    const name = `twice-${newId()}.txt`;
-    const first = randomBytes(250_000);
-    const later = randomBytes(10);
     const filler = (i: number) => ({ header: { name: `fill-${i}-${newId()}.bin`, size: 4096 }, bytes: randomBytes(4096) });
-    // The first is the larger (its write takes longer) and several stagings lie between them.
+    // Six pairs of one name each; in a pair the first is the larger, so its write and flush take longer
+    // than those of the later one, staged beside it.
+    const pairs = Array.from({ length: 6 }, () => ({ name: `twice-${newId()}.txt`, first: randomBytes(250_000), later: randomBytes(10) }));
     const res = await bulkUpload(
       frames([
-        { header: { name, size: first.length }, bytes: first },
-        ...Array.from({ length: 3 }, (_, i) => filler(i)),
-        { header: { name, size: later.length }, bytes: later },
-        ...Array.from({ length: 30 }, (_, i) => filler(i + 3)),
+        ...pairs.flatMap((p, i) => [filler(i), { header: { name: p.name, size: p.first.length }, bytes: p.first }, { header: { name: p.name, size: p.later.length }, bytes: p.later }]),
+        ...Array.from({ length: 20 }, (_, i) => filler(i + 6)),
       ]),
     );
 
     expect(res.status).toBe(200);
     const results = res.body.results as { status: number; file?: { id: string; sha256: string }; error?: { code: string } }[];
-    expect(results).toHaveLength(35);
-    expect(results[0]).toMatchObject({ status: 201, file: { sha256: sha256(first) } });
-    expect(results[4]).toMatchObject({ status: 409, error: { code: 'NAME_CONFLICT' } });
-    expect(results.filter((r) => r.status === 201)).toHaveLength(34);
-    const down = await fetch(`${api.baseUrl}/v1/files/${results[0]!.file!.id}/content`, { headers: { authorization: `Bearer ${api.token}` } });
-    expect(Buffer.from(await down.arrayBuffer()).equals(first)).toBe(true);
+    expect(results).toHaveLength(38);
+    for (const [i, p] of pairs.entries()) {
+      expect(results[i * 3 + 1]).toMatchObject({ status: 201, file: { sha256: sha256(p.first) } });
+      expect(results[i * 3 + 2]).toMatchObject({ status: 409, error: { code: 'NAME_CONFLICT' } });
+    }
+    expect(results.filter((r) => r.status === 201)).toHaveLength(32);
+    const down = await fetch(`${api.baseUrl}/v1/files/${results[1]!.file!.id}/content`, { headers: { authorization: `Bearer ${api.token}` } });
+    expect(Buffer.from(await down.arrayBuffer()).equals(pairs[0]!.first)).toBe(true);
     expect(await stored.staging()).toEqual([]);
   });
 

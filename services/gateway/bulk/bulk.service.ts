@@ -78,7 +78,7 @@ export class BulkService {
     const waiting = new Set<Promise<unknown>>();
     const staging = new Set<Promise<unknown>>();
     // Each file's commit is asked for after the one before it: files reach the owner's queue in the request's order.
-    let asked: Promise<unknown> = Promise.resolve();
+    let asked: Promise<void> = Promise.resolve();
     for (;;) {
       if (waiting.size >= MAX_COMMITS_WAITING) await Promise.race(waiting);
       if (staging.size >= STAGING_AT_ONCE) await Promise.race(staging);
@@ -105,9 +105,22 @@ export class BulkService {
       } else {
         staged = Promise.resolve(await this.store.stage(Readable.from(reader.pieces(header.size)), { maxBytes: header.size }));
       }
-      const turn = Promise.all([staged, asked]).then(([bytes]) => bytes);
-      const committing = turn.then((bytes) => this.commit(author, header, bytes));
-      asked = turn.catch(() => undefined);
+      const previous = asked;
+      let called = () => {};
+      asked = new Promise<void>((resolve) => (called = resolve));
+      const committing = staged.then(
+        async (bytes) => {
+          await previous;
+          const commit = this.commit(author, header, bytes);
+          called();
+          return commit;
+        },
+        async (err: unknown) => {
+          await previous;
+          called();
+          throw err;
+        },
+      );
       const result = committing.then(
         (file): BulkUploadResult => ({ status: header.fileId ? 200 : 201, file: toFileView(file) }),
         (err: unknown) => errorOf(err),
