@@ -18,7 +18,6 @@ export function swapName(name: string): string {
   return `${name.slice(0, 200)}${SWAP_MARK}${randomBytes(4).toString('hex')}`;
 }
 
-
 /**
  * Orders the renames and moves of one pass so that none lands on a name another node still holds on
  * the server: a node goes as soon as its target is free, and when every remaining one waits on
