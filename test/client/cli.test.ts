@@ -269,6 +269,71 @@ describe('sync (watching)', () => {
     expect(await exited).toBe(0);
   });
 
+  test('files brought down while watching are known to its next push: none goes back up, and an edit replaces its own file', async () => {
+    const a = await account();
+    const dir = await tempDir('cli-watch-landed');
+    const { spawn } = await import('node:child_process');
+    const { CLI, sha256 } = await import('./cli.support');
+    const { bulkUpload } = await import('../../clients/src/sdk/bulk');
+    const seen: string[] = [];
+    const proxy = await requestProxy(stack.gateway.baseUrl, (line) => seen.push(line));
+    const child = spawn(process.execPath, [CLI, 'sync', dir], { env: { ...process.env, ...a.env('watcher'), FILESYNC_SERVER: proxy.url }, stdio: 'ignore' });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // What the watching device sends beyond reading and signing in.
+    const sent = () => seen.filter((line) => !/^(GET|HEAD) /.test(line) && !line.startsWith('POST /v1/files/bulk/content') && !/^POST \/v1\/(auth|devices)/.test(line));
+    try {
+      await new Promise((r) => setTimeout(r, 1500));
+      // Enough files for one bulk response, placed by one pass.
+      const files = Array.from({ length: 24 }, (_, i) => ({ header: { name: `note${i}.txt` }, content: Buffer.from(`note ${i} `.repeat(i + 1)) }));
+      await bulkUpload(a.api, files);
+      const want = await serverTree(a.api);
+      expect(want.size).toBe(24);
+      const deadline = Date.now() + 30_000;
+      while (Date.now() < deadline && (await readTree(dir)).size < 24) await new Promise((r) => setTimeout(r, 100));
+      expect(sorted(await readTree(dir))).toEqual(sorted(want));
+      // Time for any pass that would follow: the device found nothing of its own to send.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(sent()).toEqual([]);
+      await fs.writeFile(path.join(dir, 'note3.txt'), 'edited where it landed');
+      want.set('note3.txt', sha256('edited where it landed'));
+      const until = Date.now() + 30_000;
+      while (Date.now() < until && (await serverTree(a.api)).get('note3.txt') !== want.get('note3.txt')) await new Promise((r) => setTimeout(r, 200));
+      expect(sorted(await serverTree(a.api))).toEqual(sorted(want));
+    } finally {
+      child.kill('SIGTERM');
+      await proxy.close();
+    }
+    expect(await exited).toBe(0);
+  });
+
+  test('a file written while its device\'s own last change comes back through the feed is sent too', async () => {
+    const a = await account();
+    const dir = await tempDir('cli-watch-echo');
+    const { spawn } = await import('node:child_process');
+    const { CLI, sha256 } = await import('./cli.support');
+    const child = spawn(process.execPath, [CLI, 'sync', dir], { env: { ...process.env, ...a.env('watcher') }, stdio: 'ignore' });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const until = async (check: (tree: Map<string, string | null>) => boolean) => {
+      const deadline = Date.now() + 30_000;
+      while (Date.now() < deadline && !check(await serverTree(a.api))) await new Promise((r) => setTimeout(r, 20));
+      return serverTree(a.api);
+    };
+    try {
+      await new Promise((r) => setTimeout(r, 1500));
+      for (let round = 0; round < 3; round++) {
+        await fs.writeFile(path.join(dir, `first${round}.txt`), `first ${round}`);
+        // The moment the service holds it, its change is on its way back to the device that sent it.
+        await until((tree) => tree.has(`first${round}.txt`));
+        await fs.writeFile(path.join(dir, `second${round}.txt`), `second ${round}`);
+        const tree = await until((t) => t.has(`second${round}.txt`));
+        expect(tree.get(`second${round}.txt`)).toBe(sha256(`second ${round}`));
+      }
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+  });
+
   test('a file written while it runs reaches the server, and SIGTERM stops it with exit 0', async () => {
     const a = await account();
     const dir = await tempDir('cli-watch');

@@ -1,9 +1,10 @@
 import { promises as fs } from 'node:fs';
+import { basename } from 'node:path';
 import type { BaseNode, RemoteNode } from './journal';
 import type { LiveTree } from './live.tree';
 import { pathIn } from './match';
 import { skipFailed, statOf, toBase, type SyncContext } from './context';
-import { joinPath, MTIME_TICK_MS } from './scan';
+import { joinPath, MTIME_TICK_MS, type LocalEntry } from './scan';
 import { batches, BULK_FILE_MAX } from './bulk.transfers';
 import { ApiError } from '../sdk/errors';
 
@@ -21,7 +22,10 @@ type Expect = { mtimeMs: number; size: number } | undefined;
  * only once their SHA-256 is the announced one and nothing was written at their place meanwhile.
  */
 export class RemoteFetcher {
+  /** Files brought and placed by `fetchAll`. */
   actions = 0;
+  /** What the disk holds now of each file placed, as a scan would read it. */
+  readonly landed: LocalEntry[] = [];
 
   constructor(
     private readonly ctx: SyncContext,
@@ -76,8 +80,13 @@ export class RemoteFetcher {
       unplace?.();
       throw err;
     }
+    const seenAt = Date.now();
     const st = await statOf(target);
     const base = toBase({ ...node, sha256: got.sha256, size: st?.size ?? node.size }, st);
+    const parentDisk = this.live.disk(node.parentId);
+    if (st && parentDisk !== undefined) {
+      this.landed.push({ path: label, disk: joinPath(parentDisk, basename(target)), type: 'file', size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, racy: st.racy, seenAt });
+    }
     if (placed) placed.push(base);
     else ctx.journal.putBase(base);
     ctx.reporter.line(`downloaded ${label}${ctx.transfers.deltaNote(node.id)}`);

@@ -5,23 +5,36 @@ import { byDepth, foldersWithUnseen, pathIn, remoteChanged, type Matched } from 
 import { LiveTree } from './live.tree';
 import { localSha, skipFailed, statOf, toBase, type SyncContext } from './context';
 import { applyDeletions, guardLocalDeletions } from './apply.deletions';
-import { conflictedName, freeConflictedName, joinPath } from './scan';
+import { conflictedName, freeConflictedName, joinPath, type LocalEntry } from './scan';
 import { park, PARKING, unparkAll } from './parking';
 import { RemoteFetcher, type Fetch } from './apply.fetch';
 
 const exists = async (full: string) => (await statOf(full)) !== undefined;
 
+/** What a pull did in DIR: new files placed, as a scan would read them, and how many other changes. */
+export interface DiskChanges {
+  landed: LocalEntry[];
+  /** Moves, renames, folders made, deletions, copies set aside, files replaced: only a new scan says what is there. */
+  other: number;
+}
+
 /**
  * The pull half of a pass: brings every change the server holds beyond the merge base to disk.
  * Local changes are left for the push half, except where both sides changed the same thing: then
  * the server's version (accepted first) keeps the place and the local one is kept as a conflicted
- * copy. Answers the number of actions taken.
+ * copy. Answers the number of actions taken, and tells `disk` what they did there.
  */
-export async function applyRemote(ctx: SyncContext, remote: Map<string, RemoteNode>, base: Map<string, BaseNode>, matched: Matched): Promise<number> {
+export async function applyRemote(
+  ctx: SyncContext,
+  remote: Map<string, RemoteNode>,
+  base: Map<string, BaseNode>,
+  matched: Matched,
+  disk?: DiskChanges,
+): Promise<number> {
   const live = new LiveTree(matched);
   const parkedFrom = new Map<string, string>();
   try {
-    return await applyChanges(ctx, remote, base, matched, live, parkedFrom);
+    return await applyChanges(ctx, remote, base, matched, live, parkedFrom, disk);
   } finally {
     // A node parked for a swap whose other half could not be done goes back where it was.
     await unparkAll(ctx.dir, base, ctx.session.deviceName, parkedFrom);
@@ -35,6 +48,7 @@ async function applyChanges(
   matched: Matched,
   live: LiveTree,
   parkedFrom: Map<string, string>,
+  disk: DiskChanges | undefined,
 ): Promise<number> {
   const j = ctx.journal;
   const r = ctx.reporter;
@@ -49,12 +63,15 @@ async function applyChanges(
   // The guard counts first, before anything is applied.
   guardLocalDeletions(ctx, remote, base, matched);
 
+  // Renames into conflicted copies and parking, whether or not the step they serve is counted as an action.
+  let setAside = 0;
   const keepAsCopy = async (id: string): Promise<string | undefined> => {
     const node = live.get(id);
     if (!node) return undefined;
     const from = live.disk(id)!;
     const parentDisk = live.disk(node.parentId) ?? '';
     const copy = await freeConflictedName(join(ctx.dir, parentDisk), node.name, ctx.session.deviceName);
+    setAside++;
     await fs.rename(join(ctx.dir, from), join(ctx.dir, parentDisk, copy));
     live.set(id, node.parentId, copy, node.type);
     const copyPath = live.path(id)!;
@@ -81,6 +98,7 @@ async function applyChanges(
   const parkNode = async (id: string): Promise<void> => {
     const node = live.get(id)!;
     const disk = live.disk(id)!;
+    setAside++;
     await park(ctx.dir, disk, id);
     parkedFrom.set(id, disk);
     if (!live.has(PARKED)) live.set(PARKED, '', PARKING, 'folder', PARKING);
@@ -269,7 +287,12 @@ async function applyChanges(
   }
   // The bytes of new files come after the walk, several files at a time.
   await fetcher.fetchAll(fresh);
-  actions += fetcher.actions;
-
-  return actions + (await applyDeletions(ctx, remote, base, matched, live));
+  const others = actions + (await applyDeletions(ctx, remote, base, matched, live));
+  if (disk) {
+    // A file placed whose stat could not be read, or one placed where another was, is not a landing alone.
+    const unsure = fetcher.landed.length === fetcher.actions ? 0 : 1;
+    disk.landed.push(...fetcher.landed);
+    disk.other += others + setAside + unsure;
+  }
+  return others + fetcher.actions;
 }

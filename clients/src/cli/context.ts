@@ -8,7 +8,7 @@ import type { Session } from './session';
 import type { Transfers } from './transfers';
 import { DELTA_THRESHOLD } from './delta.transfers';
 import { BULK_FILE_MAX } from './bulk.transfers';
-import type { LocalEntry } from './scan';
+import type { LocalEntry, LocalScan } from './scan';
 import { sha256OfFile } from './file.pieces';
 import { isRacy } from './scan';
 
@@ -42,6 +42,8 @@ export interface SyncContext {
    */
   deferRacy?: boolean;
   recheckLater?: boolean;
+  /** The scan of DIR as the last pass left it, for a pass that knows the disk unchanged since (engine.ts, `runPass`). */
+  lastScan?: LocalScan;
   /**
    * Watching: told of each file the client itself is about to move into place, whose event is then
    * no local change; the returned function takes that back when the move failed.
@@ -106,14 +108,20 @@ export function checkGuard(ctx: SyncContext, side: 'local' | 'server', deletions
   );
 }
 
-/** Whether a local file still holds the base's bytes, hashing it only when its size or mtime moved. */
-export async function localSha(ctx: SyncContext, entry: LocalEntry, base: BaseNode | undefined): Promise<string> {
+/** The base's SHA-256 when the file's stat vouches that it still holds the base's bytes, else undefined. */
+export function vouchedSha(ctx: SyncContext, entry: LocalEntry, base: BaseNode | undefined): string | undefined {
   // A racy mtime does not vouch for the bytes, except of an empty file: no write keeps it empty and changes it.
   // Nor does the stat of another file at the base's path: two files written in one tick of the kernel's
   // clock share their mtime, and a swap by renames leaves each with the other's size and mtime.
   const sameFile = !ctx.stableInodes || entry.ino === base?.ino;
   const trusted = base && base.type === 'file' && sameFile && (!base.racy || entry.size === 0);
-  if (trusted && entry.size === base.size && entry.mtimeMs === base.mtimeMs) return base.sha256;
+  return trusted && entry.size === base.size && entry.mtimeMs === base.mtimeMs ? base.sha256 : undefined;
+}
+
+/** Whether a local file still holds the base's bytes, hashing it only when its size or mtime moved. */
+export async function localSha(ctx: SyncContext, entry: LocalEntry, base: BaseNode | undefined): Promise<string> {
+  const vouched = vouchedSha(ctx, entry, base);
+  if (vouched !== undefined) return vouched;
   // A large file is cut into chunks in the same read, for the delta upload that may follow.
   if (entry.size >= DELTA_THRESHOLD) {
     const known = base?.type === 'file' ? { id: base.id, sha256: base.sha256, sameStat: entry.size === base.size && entry.mtimeMs === base.mtimeMs } : undefined;

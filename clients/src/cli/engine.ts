@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { Change } from '../../../shared/protocol';
-import { applyRemote } from './apply.remote';
+import { applyRemote, type DiskChanges } from './apply.remote';
 import type { SyncContext } from './context';
 import { STATE_DIR, type BaseNode, type RemoteNode } from './journal';
 import { matchLocal, relinkMoved, type Matched } from './match';
@@ -11,17 +11,22 @@ import { pathIn } from './match';
 import { flushOutbox, pushLocal } from './push.local';
 import { baseName, freeConflictedName, loadIgnore, parentOf, scanLocal, type LocalScan } from './scan';
 
-/** Reads the change feed from the journal's cursor into the journal's remote tree. */
+/**
+ * Reads the change feed from the journal's cursor into the journal's remote tree. Answers how many
+ * nodes of that tree it changed: none when the feed held only this device's own changes, which its
+ * results had already brought to the journal.
+ */
 export async function pull(ctx: SyncContext): Promise<number> {
   const j = ctx.journal;
   let cursor = j.get('cursor');
-  let seen = 0;
+  let changed = 0;
   for (;;) {
     const page = await ctx.session.authed(() => ctx.session.client.changes({ cursor, limit: 1000, signal: ctx.signal }));
     j.tx(() => {
       for (const c of page.items as Change[]) {
         // Echo suppression: this device's own change, already applied to the journal by its result.
         if (c.deviceId && c.deviceId === ctx.session.deviceId && (j.remoteRev(c.id) ?? 0) >= c.rev) continue;
+        changed++;
         if (c.deleted) j.dropRemote(c.id);
         else {
           j.putRemote({
@@ -37,9 +42,8 @@ export async function pull(ctx: SyncContext): Promise<number> {
       }
       j.set('cursor', page.cursor);
     });
-    seen += page.items.length;
     cursor = page.cursor;
-    if (!page.hasMore) return seen;
+    if (!page.hasMore) return changed;
   }
 }
 
@@ -73,27 +77,45 @@ async function match(ctx: SyncContext, base: Map<string, BaseNode>, scan: LocalS
   return matched;
 }
 
-/** One pass: pull the feed, bring the server's changes to disk, then push the local ones. */
-export async function runPass(ctx: SyncContext): Promise<number> {
+/**
+ * One pass: pull the feed, bring the server's changes to disk, then push the local ones. With
+ * `diskUnchanged` (the watcher saw nothing since the last pass began, and that pass left nothing
+ * to do again), the disk is as that pass left it: a feed that brings nothing new ends the pass
+ * there, and one that does is applied to that pass's scan instead of a new one. A change the
+ * watcher missed is found by the periodic scan (watch.ts); every download checks its place's
+ * stat again before it replaces anything (apply.fetch.ts), and every deletion the file's bytes.
+ */
+export async function runPass(ctx: SyncContext, diskUnchanged = false): Promise<number> {
+  const left = diskUnchanged ? ctx.lastScan : undefined;
+  ctx.lastScan = undefined;
   ctx.ignored = await loadIgnore(ctx.dir);
   ctx.pending = 0;
-  await pull(ctx);
+  if ((await pull(ctx)) === 0 && left) {
+    ctx.lastScan = left;
+    return 0;
+  }
   const j = ctx.journal;
   // Nodes a killed run parked in the middle of a swap go back before the scan looks for them.
-  await unparkAll(ctx.dir, j.base(), ctx.session.deviceName);
+  const unparked = await unparkAll(ctx.dir, j.base(), ctx.session.deviceName);
   const remote = j.remote();
   ctx.unplaceable = screenRemote(ctx, remote);
-  let scan = await scanLocal(ctx.dir, ctx.ignored);
+  let scan = left && unparked.length === 0 ? left : await scanLocal(ctx.dir, ctx.ignored);
   let actions = 0;
   if (await separateClashes(ctx, scan)) {
     actions++;
     scan = await scanLocal(ctx.dir, ctx.ignored);
   }
-  const pulled = await applyRemote(ctx, remote, j.base(), await match(ctx, j.base(), scan));
+  const disk: DiskChanges = { landed: [], other: 0 };
+  const pulled = await applyRemote(ctx, remote, j.base(), await match(ctx, j.base(), scan), disk);
   await ctx.transfers.settle();
-  if (pulled > 0) scan = await scanLocal(ctx.dir, ctx.ignored);
+  // New files placed were all the pull did in DIR: the scan takes them in. A write meanwhile is an
+  // event of the watcher, or found by the next pass, which `--once` makes after any action.
+  if (disk.other > 0) scan = await scanLocal(ctx.dir, ctx.ignored);
+  else for (const e of disk.landed) scan.entries.set(e.path, e);
   const base = j.base();
   actions += pulled + (await pushLocal(ctx, remote, base, await match(ctx, base, scan)));
+  // The push writes nothing in DIR: this is the disk as the pass leaves it.
+  if (scan.clashes.length === 0) ctx.lastScan = scan;
   return actions + ctx.pending;
 }
 

@@ -121,7 +121,9 @@ export class Journal {
       const rows = this.stmt('SELECT id, parent_id AS parentId, name, type, rev, sha256, size FROM remote').all() as RemoteNode[];
       this.remoteRows = new Map(rows.map((r) => [r.id, r]));
     }
-    return new Map([...this.remoteRows].map(([id, r]) => [id, { ...r }]));
+    const copy = new Map<string, RemoteNode>();
+    for (const [id, r] of this.remoteRows) copy.set(id, { ...r });
+    return copy;
   }
 
   putRemote(n: RemoteNode): void {
@@ -144,14 +146,26 @@ export class Journal {
     this.remoteRows?.delete(id);
   }
 
-  /** A copy the caller may change: the merge base as the journal holds it now. */
-  base(): Map<string, BaseNode> {
+  private baseMap(): Map<string, BaseNode> {
     if (!this.baseRows) {
       const rows = this.stmt('SELECT id, parent_id AS parentId, name, type, rev, sha256, size, mtime_ms AS mtimeMs, ino, racy FROM base')
         .all() as (Omit<BaseNode, 'racy'> & { racy: number })[];
       this.baseRows = new Map(rows.map((r) => [r.id, { ...r, racy: r.racy !== 0 }]));
     }
-    return new Map([...this.baseRows].map(([id, b]) => [id, { ...b }]));
+    return this.baseRows;
+  }
+
+  /** A copy the caller may change: the merge base as the journal holds it now. */
+  base(): Map<string, BaseNode> {
+    const copy = new Map<string, BaseNode>();
+    for (const [id, b] of this.baseMap()) copy.set(id, { ...b });
+    return copy;
+  }
+
+  /** A copy of one node of the merge base. */
+  baseOf(id: string): BaseNode | undefined {
+    const b = this.baseMap().get(id);
+    return b && { ...b };
   }
 
   putBase(n: BaseNode): void {

@@ -35,15 +35,45 @@ export function pathIn(nodes: Map<string, { parentId: string; name: string }>, i
   return names.reverse().join('/');
 }
 
-function depthOf(nodes: Map<string, { parentId: string }>, id: string): number {
-  let d = 0;
-  for (let cur = nodes.get(id); cur && cur.parentId && d < 4096; cur = nodes.get(cur.parentId)) d++;
-  return d;
-}
-
+/**
+ * The ids of a tree, parents before children: by depth (the number of ancestors the map holds), in
+ * the map's order within one depth. Each depth is counted once, from its parent's (a pass sorts
+ * every node of DIR several times).
+ */
 export function byDepth<T extends { parentId: string }>(nodes: Map<string, T>): string[] {
-  const depth = new Map([...nodes.keys()].map((id) => [id, depthOf(nodes, id)]));
-  return [...nodes.keys()].sort((a, b) => depth.get(a)! - depth.get(b)!);
+  const depth = new Map<string, number>();
+  const depthOf = (id: string): number => {
+    const known = depth.get(id);
+    if (known !== undefined) return known;
+    // The chain up to the first node whose depth is known (or the top), then down it again.
+    const chain: string[] = [];
+    let d = 0;
+    for (let cur: string | undefined = id; cur !== undefined; ) {
+      const n = nodes.get(cur);
+      const seen = depth.get(cur);
+      if (seen !== undefined) {
+        d = seen;
+        break;
+      }
+      chain.push(cur);
+      // A node at the top is 0 deep; one whose parent the map does not hold, 1. A chain that loops
+      // or runs deeper than any path ends the count.
+      if (!n || !n.parentId || chain.length > 4096) {
+        d = -1;
+        break;
+      }
+      if (!nodes.has(n.parentId)) {
+        d = 0;
+        break;
+      }
+      cur = n.parentId;
+    }
+    for (let i = chain.length - 1; i >= 0; i--) depth.set(chain[i]!, ++d);
+    return depth.get(id)!;
+  };
+  const levels: string[][] = [];
+  for (const id of nodes.keys()) (levels[depthOf(id)] ??= []).push(id);
+  return levels.flat();
 }
 
 /**

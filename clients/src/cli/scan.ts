@@ -86,13 +86,13 @@ export function baseName(path: string): string {
 /** The patterns of `DIR/.filesyncignore` (gitignore syntax); the state folder and the file itself always. */
 export async function loadIgnore(dir: string): Promise<(path: string, isFolder: boolean) => boolean> {
   const ig: Ignore = ignore();
-  try {
-    ig.add(await fs.readFile(join(dir, IGNORE_FILE), 'utf8'));
-  } catch {
-    /* no ignore file */
-  }
+  const patterns = await fs.readFile(join(dir, IGNORE_FILE), 'utf8').catch(() => '');
+  ig.add(patterns);
+  // Without a pattern (blank lines and comments only), nothing but the client's own files is ignored.
+  const none = patterns.split(/\r?\n/).every((line) => line.trim() === '' || line.startsWith('#'));
   return (path, isFolder) => {
     if (path === STATE_DIR || path.startsWith(`${STATE_DIR}/`) || path === IGNORE_FILE) return true;
+    if (none) return false;
     try {
       return ig.ignores(isFolder ? `${path}/` : path);
     } catch {

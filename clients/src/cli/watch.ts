@@ -27,13 +27,22 @@ const PLACED_EVENT_MS = 5_000;
 export async function syncForever(ctx: SyncContext): Promise<void> {
   let wake: (() => void) | undefined;
   let dirty = true;
+  // Whether the disk may hold what no pass has read yet: a watcher hint since the last pass began,
+  // a timed scan, or a pass that failed or left work for the next. Without it, a pass the feed
+  // alone asks for reads the folder only when the feed brings something new (engine.ts, runPass).
+  let diskDirty = true;
   const poke = () => {
     dirty = true;
     wake?.();
   };
+  const pokeDisk = () => {
+    diskDirty = true;
+    poke();
+  };
   let timer: NodeJS.Timeout | undefined;
   let recheck: NodeJS.Timeout | undefined;
   const debounced = () => {
+    diskDirty = true;
     clearTimeout(timer);
     timer = setTimeout(poke, DEBOUNCE_MS);
   };
@@ -102,8 +111,11 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
             // ring for new changes and for this device's echoes): another pass at once only for what it
             // left pending. Without one, passes repeat until one finds nothing to do.
             for (let i = 0; i < MAX_PASSES && !ctx.signal.aborted; i++) {
-              const actions = await runPass(ctx);
+              const diskUnchanged = watcher !== undefined && !diskDirty;
+              diskDirty = false;
+              const actions = await runPass(ctx, diskUnchanged);
               if (watcher ? ctx.pending === 0 : actions === 0) break;
+              diskDirty = true;
             }
             ctx.journal.set('last_sync', new Date().toISOString());
           }
@@ -112,7 +124,7 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
           if (ctx.recheckLater) {
             ctx.recheckLater = false;
             clearTimeout(recheck);
-            recheck = setTimeout(poke, MTIME_TICK_MS + 100);
+            recheck = setTimeout(pokeDisk, MTIME_TICK_MS + 100);
           }
           failures = 0;
           const stale = Date.now() - PLACED_EVENT_MS;
@@ -124,6 +136,7 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
           failures++;
           ctx.reporter.error(`${err.message}; trying again`);
           dirty = true;
+          diskDirty = true;
           await sleep(Math.min(30_000, 1000 * 2 ** failures), ctx.signal).catch(() => undefined);
           continue;
         } finally {
@@ -134,6 +147,7 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
         wake = resolve;
         const t = setTimeout(() => {
           dirty = true;
+          diskDirty = true;
           resolve();
         }, scanEvery);
         ctx.signal.addEventListener('abort', () => resolve(), { once: true });
