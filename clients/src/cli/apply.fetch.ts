@@ -12,6 +12,8 @@ import { ApiError } from '../sdk/errors';
 export interface Fetch {
   node: RemoteNode;
   target: string;
+  /** A file replaced: what the scan found at `target`, which alone the new bytes may replace. */
+  expect?: Expect;
 }
 
 /** What the local disk held at `target` when the pass scanned it; a download only replaces that. */
@@ -93,8 +95,8 @@ export class RemoteFetcher {
     return true;
   }
 
-  /** A file that could not be fetched is reported and skipped unless the error ends the pass; its name is free again. */
-  private settle(node: RemoteNode, ok: Promise<boolean>): Promise<void> {
+  /** A file that could not be fetched is reported and skipped unless the error ends the pass; a new one's name is free again. */
+  private settle(node: RemoteNode, ok: Promise<boolean>, replacing: boolean): Promise<void> {
     return ok
       .catch((err: unknown) => {
         if (!skipFailed(this.ctx, pathIn(this.remote, node.id) ?? node.name, err)) throw err;
@@ -102,20 +104,22 @@ export class RemoteFetcher {
       })
       .then((done) => {
         if (done) this.actions++;
-        else this.live.remove(node.id);
+        else if (!replacing) this.live.remove(node.id);
       });
   }
 
   /**
-   * New files' content: small ones many to a response, beside the large ones one by one; a batch the
-   * service does not answer whole comes one by one.
+   * Files' content: small ones many to a response, beside the large ones one by one; a batch the
+   * service does not answer whole comes one by one. Answers how many were placed.
    */
-  async fetchAll(fresh: Fetch[]): Promise<void> {
+  async fetchAll(fresh: Fetch[]): Promise<number> {
     const { ctx } = this;
+    const before = this.actions;
     const small = batches(fresh.filter((f) => f.node.size <= BULK_FILE_MAX), (f) => f.node.size);
-    if (small.length) for (const f of small.flat()) fresh.splice(fresh.indexOf(f), 1);
+    const batched = new Set(small.flat());
+    fresh.splice(0, fresh.length, ...fresh.filter((f) => !batched.has(f)));
     const fetchNext = async (): Promise<void> => {
-      for (let next = fresh.shift(); next && !ctx.signal.aborted; next = fresh.shift()) await this.settle(next.node, this.download(next.node, next.target, undefined));
+      for (let next = fresh.shift(); next && !ctx.signal.aborted; next = fresh.shift()) await this.settle(next.node, this.download(next.node, next.target, next.expect), next.expect !== undefined);
     };
     const fetchBulk = async (): Promise<void> => {
       for (let batch = small.shift(); batch && !ctx.signal.aborted; batch = small.shift()) {
@@ -128,9 +132,9 @@ export class RemoteFetcher {
         // but not in the base: the next run finds each created on both sides alike and links it.
         const placed: BaseNode[] = [];
         try {
-          for (const { node, target } of batch) {
+          for (const { node, target, expect } of batch) {
             const one = got.get(node.id);
-            await this.settle(node, one === undefined || one instanceof ApiError ? Promise.reject(one ?? new ApiError(404, undefined)) : this.place(node, target, undefined, one, placed));
+            await this.settle(node, one === undefined || one instanceof ApiError ? Promise.reject(one ?? new ApiError(404, undefined)) : this.place(node, target, expect, one, placed), expect !== undefined);
           }
         } finally {
           ctx.journal.putBases(placed);
@@ -139,5 +143,6 @@ export class RemoteFetcher {
     };
     await Promise.all([fetchBulk(), fetchBulk(), fetchNext(), fetchNext(), fetchNext(), fetchNext()]);
     if (fresh.length) await Promise.all([fetchNext(), fetchNext(), fetchNext(), fetchNext()]);
+    return this.actions - before;
   }
 }

@@ -8,6 +8,7 @@ import { applyDeletions, guardLocalDeletions } from './apply.deletions';
 import { conflictedName, freeConflictedName, joinPath, type LocalEntry } from './scan';
 import { park, PARKING, unparkAll } from './parking';
 import { RemoteFetcher, type Fetch } from './apply.fetch';
+import { BULK_FILE_MAX } from './bulk.transfers';
 
 const exists = async (full: string) => (await statOf(full)) !== undefined;
 
@@ -131,6 +132,7 @@ async function applyChanges(
 
   const unseen = foldersWithUnseen(remote, base);
   const fresh: Fetch[] = [];
+  const replaced: Fetch[] = [];
   for (const id of byDepth(remote)) {
     if (ctx.signal.aborted) break;
     if (ctx.unplaceable.has(id)) continue;
@@ -196,8 +198,10 @@ async function applyChanges(
           if (mine === b.sha256 && rn.sha256) {
             // The new bytes replace the file where it is: under its own spelling on disk (an NFD name
             // stays NFD), never beside it under the NFC one, which would make two files of one name.
+            // A small one comes after the walk with the others, many to a response.
             const at = full(id);
-            if (await download(rn, at, entry, { path: at, sha256: b.sha256 })) actions++;
+            if (rn.size <= BULK_FILE_MAX) replaced.push({ node: rn, target: at, expect: entry });
+            else if (await download(rn, at, entry, { path: at, sha256: b.sha256 })) actions++;
             continue;
           }
           if (!rn.sha256) continue;
@@ -285,8 +289,9 @@ async function applyChanges(
       if (!skipFailed(ctx, pathIn(remote, id) ?? rn.name, err)) throw err;
     }
   }
-  // The bytes of new files come after the walk, several files at a time.
-  await fetcher.fetchAll(fresh);
+  // The bytes of new files come after the walk, several files at a time, then those of small files replaced.
+  const brought = await fetcher.fetchAll(fresh);
+  actions += await fetcher.fetchAll(replaced);
   const others = actions + (await applyDeletions(ctx, remote, base, matched, live));
   if (disk) {
     // A file placed whose stat could not be read, or one placed where another was, is not a landing alone.
@@ -294,5 +299,5 @@ async function applyChanges(
     disk.landed.push(...fetcher.landed);
     disk.other += others + setAside + unsure;
   }
-  return others + fetcher.actions;
+  return others + brought;
 }

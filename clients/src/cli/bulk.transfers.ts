@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { ERROR_CODES, type ErrorCode, type File } from '../../../shared/protocol';
+import type { BulkUploadHeader } from '../../../shared/protocol/bulk';
 import { bulkDownload, bulkUpload } from '../sdk/bulk';
 import { AbortedError, ApiError } from '../sdk/errors';
 import { STATE_DIR } from './journal';
@@ -52,12 +53,10 @@ export class BulkTransfers {
     private readonly signal: AbortSignal,
   ) {}
 
-  async upload(items: { id: string; diskPath: string; name: string; folderId: string }[]): Promise<(File | ApiError)[] | undefined> {
+  async upload(items: { diskPath: string; header: Omit<BulkUploadHeader, 'size'> }[]): Promise<(File | ApiError)[] | undefined> {
     if (!this.supported) return undefined;
     try {
-      const files = await Promise.all(
-        items.map(async (i) => ({ header: { id: i.id, name: i.name, folderId: i.folderId || undefined }, content: await fs.readFile(join(this.dir, i.diskPath)) })),
-      );
+      const files = await Promise.all(items.map(async (i) => ({ header: i.header, content: await fs.readFile(join(this.dir, i.diskPath)) })));
       const res = await this.session.authed(() => bulkUpload(this.session.client, files, this.signal));
       return res.results.map((r) => ('file' in r ? r.file : new ApiError(r.status, r.error)));
     } catch (err) {

@@ -8,6 +8,7 @@ import { checkGuard, firstLook, localSha, stillWriting, toBase, vouchedSha, type
 import { StillWritingError } from './transfers';
 import { planPlaces, type Place, type PlaceStep } from './place.plan';
 import { batches, BULK_FILE_MAX } from './bulk.transfers';
+import { sendBatches, type BatchItem } from './bulk.push';
 import { DELTA_THRESHOLD } from './delta.transfers';
 
 const BATCH = 500;
@@ -204,49 +205,48 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
       });
     }
   };
-  // Small new files go many to a request, beside the large ones; a batch the service does not take whole goes one by one.
+  // Small new files go many to a request, beside the large ones, one by one.
+  const refuse = (item: BatchItem, err: ApiError) => transfer(path(item.node.id), () => Promise.reject(err), () => undefined);
   const small = batches(queue.filter((f) => f.entry.size <= BULK_FILE_MAX), (f) => f.entry.size);
-  if (small.length) for (const f of small.flat()) queue.splice(queue.indexOf(f), 1);
-  const bulkWorker = async () => {
-    for (let next = small.shift(); next && !ctx.signal.aborted; next = small.shift()) {
-      const moving = await Promise.all(next.map((n) => stillWriting(ctx, n.entry)));
-      const batch = next.filter((_, i) => !moving[i]);
-      if (batch.length === 0) continue;
-      const results = await ctx.transfers.bulk.upload(batch.map((n) => ({ id: n.id, diskPath: n.entry.disk, name: n.name, folderId: n.parentId })));
-      if (!results) {
-        queue.push(...batch);
-        continue;
-      }
-      // The batch's files are recorded in one journal transaction; each refused one is settled as a single upload's refusal.
-      const refused: { label: string; err: ApiError }[] = [];
-      j.tx(() => {
-        for (const [i, node] of batch.entries()) {
-          const label = path(node.id);
-          const result = results[i]!;
-          // The service was busy with this one file: it goes again on its own.
-          if (result instanceof ApiError && (result.status === 503 || result.status === 429)) queue.push(node);
-          else if (result instanceof ApiError) refused.push({ label, err: result });
-          else {
-            put(fileOf(result, result.sha256 ?? ''), node.entry);
-            say(`uploaded ${label}`);
-            actions++;
-          }
-        }
-      });
-      for (const { label, err } of refused) await transfer(label, () => Promise.reject(err), () => undefined);
-    }
-  };
-  await Promise.all([bulkWorker(), bulkWorker(), worker(), worker(), worker(), worker()]);
+  const batched = new Set(small.flat());
+  queue.splice(0, queue.length, ...queue.filter((f) => !batched.has(f)));
+  const newBatches = small.map((batch) => batch.map((node): BatchItem => ({
+    node,
+    header: { id: node.id, name: node.name, folderId: node.parentId || undefined },
+    done: (file) => {
+      put(fileOf(file, file.sha256 ?? ''), node.entry);
+      say(`uploaded ${path(node.id)}`);
+    },
+  })));
+  const [sentNew] = await Promise.all([sendBatches(ctx, newBatches, (item) => queue.push(item.node), refuse), worker(), worker(), worker(), worker()]);
   if (queue.length) await Promise.all([worker(), worker(), worker(), worker()]);
-  for (const e of edits) {
+  actions += sentNew;
+
+  // Edits of small files too, as replacements of the base's bytes (If-Match); the rest one by one.
+  const editDone = (e: (typeof edits)[number], label: string) => (file: File) => {
+    const current = j.baseOf(e.node.id) ?? e.b;
+    put({ ...fileOf(file, e.sha256), parentId: current.parentId, name: current.name }, e.node.entry);
+    say(`uploaded ${label}${ctx.transfers.deltaNote(e.node.id)}`);
+  };
+  const smallEdits = batches(edits.filter((e) => e.node.entry.size <= BULK_FILE_MAX), (e) => e.node.entry.size);
+  const editBatched = new Set(smallEdits.flat());
+  const single = edits.filter((e) => !editBatched.has(e));
+  const byNode = new Map(edits.map((e) => [e.node, e]));
+  actions += await sendBatches(
+    ctx,
+    smallEdits.map((batch) => batch.map((e): BatchItem => ({
+      node: e.node,
+      header: e.b.sha256 ? { fileId: e.node.id, ifMatch: e.b.sha256 } : { fileId: e.node.id, ifNoneMatch: '*' },
+      done: editDone(e, path(e.node.id)),
+    }))),
+    (item) => single.push(byNode.get(item.node)!),
+    refuse,
+  );
+  for (const e of single) {
     if (ctx.signal.aborted) break;
     if (await stillWriting(ctx, e.node.entry)) continue;
     const label = path(e.node.id);
-    await transfer(label, () => ctx.transfers.uploadEdit({ id: e.node.id, diskPath: e.node.entry.disk, path: label, sha256: e.sha256, size: e.node.entry.size, ifMatch: e.b.sha256 }), (file) => {
-      const current = j.baseOf(e.node.id) ?? e.b;
-      put({ ...fileOf(file, e.sha256), parentId: current.parentId, name: current.name }, e.node.entry);
-      say(`uploaded ${label}${ctx.transfers.deltaNote(e.node.id)}`);
-    });
+    await transfer(label, () => ctx.transfers.uploadEdit({ id: e.node.id, diskPath: e.node.entry.disk, path: label, sha256: e.sha256, size: e.node.entry.size, ifMatch: e.b.sha256 }), editDone(e, label));
   }
 
   const deleteOps: SyncOp[] = [...deleting].map((id) => ({ opId: j.nextOpId(), type: 'delete', resourceId: id, ...conditional(id) }));
