@@ -294,7 +294,7 @@ async function applyChanges(
   actions += await fetcher.fetchAll(replaced);
   const others = actions + (await applyDeletions(ctx, remote, base, matched, live));
   if (disk) {
-    // A file placed whose stat could not be read, or one placed where another was, is not a landing alone.
+    // A file placed whose stat could not be read has no entry: then only a new scan says what is there.
     const unsure = fetcher.landed.length === fetcher.actions ? 0 : 1;
     disk.landed.push(...fetcher.landed);
     disk.other += others + setAside + unsure;

@@ -205,7 +205,7 @@ export async function pushLocal(ctx: SyncContext, remote: Map<string, RemoteNode
       });
     }
   };
-  // Small new files go many to a request, beside the large ones, one by one.
+  // Small new files go many to a request, beside the large ones, which go one by one.
   const refuse = (item: BatchItem, err: ApiError) => transfer(path(item.node.id), () => Promise.reject(err), () => undefined);
   const small = batches(queue.filter((f) => f.entry.size <= BULK_FILE_MAX), (f) => f.entry.size);
   const batched = new Set(small.flat());
