@@ -14,7 +14,7 @@ export function guardLocalDeletions(ctx: SyncContext, remote: Map<string, Remote
 /**
  * The last step of the pull: what the server deleted goes here too, children first. A file edited
  * here since the base, or a folder still holding something, stays (the push sends it again); a node
- * whose place could not be read is left alone. Answers the number of deletions.
+ * whose place could not be read is left alone. Answers the number of deletions, and of nodes kept for the push.
  */
 export async function applyDeletions(
   ctx: SyncContext,
@@ -22,9 +22,10 @@ export async function applyDeletions(
   base: Map<string, BaseNode>,
   matched: Matched,
   live: LiveTree,
-): Promise<number> {
+): Promise<{ deleted: number; kept: number }> {
   const j = ctx.journal;
   let actions = 0;
+  let kept = 0;
   const full = (id: string) => join(ctx.dir, live.disk(id) ?? '');
   const gone = byDepth(base).filter((id) => !remote.has(id)).reverse();
   for (const id of gone) {
@@ -44,7 +45,7 @@ export async function applyDeletions(
         live.remove(id);
         ctx.reporter.line(`deleted ${path}`);
         actions++;
-      }
+      } else kept++;
       j.dropBase(id);
       continue;
     }
@@ -54,9 +55,10 @@ export async function applyDeletions(
       ctx.reporter.line(`deleted ${path}/`);
       actions++;
     } catch {
-      /* not empty: it stays, and is sent again with what it holds */
+      // Not empty: it stays, and is sent again with what it holds.
+      kept++;
     }
     j.dropBase(id);
   }
-  return actions;
+  return { deleted: actions, kept };
 }

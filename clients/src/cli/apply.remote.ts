@@ -12,11 +12,13 @@ import { BULK_FILE_MAX } from './bulk.transfers';
 
 const exists = async (full: string) => (await statOf(full)) !== undefined;
 
-/** What a pull did in DIR: new files placed, as a scan would read them, and how many other changes. */
+/** What a pull did in DIR: new files and folders placed, as a scan would read them, and how many other changes. */
 export interface DiskChanges {
   landed: LocalEntry[];
-  /** Moves, renames, folders made, deletions, copies set aside, files replaced: only a new scan says what is there. */
+  /** Moves, renames, deletions, copies set aside, files replaced: only a new scan says what is there. */
   other: number;
+  /** Nodes the pull left for the push to send: kept here where the server deleted them, or changed here where the server changed them otherwise. */
+  forPush: number;
 }
 
 /**
@@ -66,6 +68,28 @@ async function applyChanges(
 
   // Renames into conflicted copies and parking, whether or not the step they serve is counted as an action.
   let setAside = 0;
+  let forPush = 0;
+  // Folders made for the server's new ones: their events are this client's own, and the scan takes them in.
+  const made: LocalEntry[] = [];
+  let madeFolders = 0;
+  const makeFolder = async (rn: RemoteNode, target: string): Promise<void> => {
+    const unplace = ctx.placing?.(target, 'folder');
+    try {
+      await fs.mkdir(target);
+    } catch (err) {
+      unplace?.();
+      throw err;
+    }
+    madeFolders++;
+    const seenAt = Date.now();
+    const st = await statOf(target);
+    live.set(rn.id, rn.parentId, rn.name, 'folder');
+    j.putBase(toBase(rn, st));
+    const path = joinPath(live.path(rn.parentId)!, rn.name);
+    const parentDisk = live.disk(rn.parentId);
+    if (st && parentDisk !== undefined) made.push({ path, disk: joinPath(parentDisk, rn.name), type: 'folder', size: 0, mtimeMs: st.mtimeMs, ino: st.ino, racy: st.racy, seenAt });
+    r.line(`created ${path}/`);
+  };
   const keepAsCopy = async (id: string): Promise<string | undefined> => {
     const node = live.get(id);
     if (!node) return undefined;
@@ -149,10 +173,7 @@ async function applyChanges(
         const occupant = live.childNamed(rn.parentId, rn.name);
         if (occupant !== undefined && (!(await yieldsName(occupant)) || (await keepAsCopy(occupant)) === undefined)) continue;
         if (await exists(target)) continue;
-        await fs.mkdir(target);
-        live.set(id, rn.parentId, rn.name, 'folder');
-        j.putBase(toBase(rn, await statOf(target)));
-        r.line(`created ${joinPath(live.path(rn.parentId)!, rn.name)}/`);
+        await makeFolder(rn, target);
         actions++;
         continue;
       }
@@ -209,6 +230,7 @@ async function applyChanges(
         }
         const contentSame = rn.type === 'folder' || (stat !== undefined && (await localSha(ctx, { ...entryOf(id), ...stat }, b)) === rn.sha256);
         j.putBase(contentSame ? toBase(rn, stat) : { ...toBase(rn, undefined), sha256: b.sha256, size: b.size });
+        if (!contentSame) forPush++;
         continue;
       }
 
@@ -216,6 +238,7 @@ async function applyChanges(
         if (rn.type === 'file' && rn.sha256 === b.sha256) {
           // Deleted here, only moved there: the deletion is pushed with the server's latest rev.
           j.putBase({ ...b, parentId: rn.parentId, name: rn.name, rev: rn.rev });
+          forPush++;
           continue;
         }
         j.dropBase(id);
@@ -267,10 +290,7 @@ async function applyChanges(
         }
       } else if (await exists(target)) continue;
       if (rn.type === 'folder') {
-        await fs.mkdir(target);
-        live.set(id, rn.parentId, rn.name, 'folder');
-        j.putBase(toBase(rn, await statOf(target)));
-        r.line(`created ${targetPath}/`);
+        await makeFolder(rn, target);
         actions++;
       } else if (rn.sha256) {
         // The name is taken now; the bytes come below, several files at a time.
@@ -292,12 +312,14 @@ async function applyChanges(
   // The bytes of new files come after the walk, several files at a time, then those of small files replaced.
   const brought = await fetcher.fetchAll(fresh);
   actions += await fetcher.fetchAll(replaced);
-  const others = actions + (await applyDeletions(ctx, remote, base, matched, live));
+  const deletions = await applyDeletions(ctx, remote, base, matched, live);
+  const others = actions + deletions.deleted;
   if (disk) {
-    // A file placed whose stat could not be read has no entry: then only a new scan says what is there.
-    const unsure = fetcher.landed.length === fetcher.actions ? 0 : 1;
-    disk.landed.push(...fetcher.landed);
-    disk.other += others + setAside + unsure;
+    // A file or folder placed whose stat could not be read has no entry: then only a new scan says what is there.
+    const unsure = fetcher.landed.length === fetcher.actions && made.length === madeFolders ? 0 : 1;
+    disk.landed.push(...made, ...fetcher.landed);
+    disk.other += others - madeFolders + setAside + unsure;
+    disk.forPush += forPush + deletions.kept;
   }
   return others + brought;
 }

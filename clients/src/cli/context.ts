@@ -44,11 +44,13 @@ export interface SyncContext {
   recheckLater?: boolean;
   /** The scan of DIR as the last pass left it, for a pass that knows the disk unchanged since (engine.ts, `runPass`). */
   lastScan?: LocalScan;
+  /** The last pass's push found nothing to send on that scan, and left nothing for the next (engine.ts, `runPass`). */
+  pushedNothing?: boolean;
   /**
-   * Watching: told of each file the client itself is about to move into place, whose event is then
-   * no local change; the returned function takes that back when the move failed.
+   * Watching: told of each file or folder the client itself is about to put in place, whose event is
+   * then no local change; the returned function takes that back when that failed.
    */
-  placing?: (full: string) => () => void;
+  placing?: (full: string, kind?: 'file' | 'folder') => () => void;
 }
 
 /** Whether DIR's file system folds case, probed once in the state folder. */

@@ -87,11 +87,14 @@ async function match(ctx: SyncContext, base: Map<string, BaseNode>, scan: LocalS
  */
 export async function runPass(ctx: SyncContext, diskUnchanged = false): Promise<number> {
   const left = diskUnchanged ? ctx.lastScan : undefined;
+  const quietBefore = ctx.pushedNothing === true;
   ctx.lastScan = undefined;
+  ctx.pushedNothing = false;
   ctx.ignored = await loadIgnore(ctx.dir);
   ctx.pending = 0;
   if ((await pull(ctx)) === 0 && left) {
     ctx.lastScan = left;
+    ctx.pushedNothing = quietBefore;
     return 0;
   }
   const j = ctx.journal;
@@ -105,17 +108,25 @@ export async function runPass(ctx: SyncContext, diskUnchanged = false): Promise<
     actions++;
     scan = await scanLocal(ctx.dir, ctx.ignored);
   }
-  const disk: DiskChanges = { landed: [], other: 0 };
+  const disk: DiskChanges = { landed: [], other: 0, forPush: 0 };
   const pulled = await applyRemote(ctx, remote, j.base(), await match(ctx, j.base(), scan), disk);
   await ctx.transfers.settle();
-  // New files placed were all the pull did in DIR: the scan takes them in. A write meanwhile is an
-  // event of the watcher, or found by the next pass, which `--once` makes after any action.
-  if (disk.other > 0) scan = await scanLocal(ctx.dir, ctx.ignored);
-  else for (const e of disk.landed) scan.entries.set(e.path, e);
-  const base = j.base();
-  actions += pulled + (await pushLocal(ctx, remote, base, await match(ctx, base, scan)));
+  // New files and folders placed were all the pull did in DIR: the scan takes them in. A write
+  // meanwhile is an event of the watcher, or found by the next pass, which `--once` makes after any action.
+  const onlyPlaced = disk.other === 0;
+  if (onlyPlaced) for (const e of disk.landed) scan.entries.set(e.path, e);
+  else scan = await scanLocal(ctx.dir, ctx.ignored);
+  // The last pass's push found nothing on this very scan, and all this pull did was to place new files
+  // and folders, each now its own base, leaving nothing for the push: a push would find nothing
+  // again. Skipping it spares a device that receives many files a match of all of DIR per batch.
+  const unchangedForPush = scan === left && onlyPlaced && disk.forPush === 0 && quietBefore;
+  const pushed = unchangedForPush ? 0 : await pushLocal(ctx, remote, j.base(), await match(ctx, j.base(), scan));
+  actions += pulled + pushed;
   // The push writes nothing in DIR: this is the disk as the pass leaves it.
-  if (scan.clashes.length === 0) ctx.lastScan = scan;
+  if (scan.clashes.length === 0) {
+    ctx.lastScan = scan;
+    ctx.pushedNothing = pushed === 0 && ctx.pending === 0;
+  }
   return actions + ctx.pending;
 }
 

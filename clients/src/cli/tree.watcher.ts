@@ -21,8 +21,11 @@ export class TreeWatcher {
     private readonly onHint: (path: string) => void,
     /** The watch cannot go on (no inotify watches left, too many handles): the caller scans instead. */
     private readonly onError: (err: Error) => void,
-    /** An event the caller expects (a file it placed itself): dropped before it costs anything. */
-    private readonly expected: (path: string) => boolean = () => false,
+    /**
+     * An event the caller expects, of a file or folder it placed itself: a file's is dropped before it
+     * costs anything; a folder is watched, and hinted only if something is in it by then.
+     */
+    private readonly expected: (path: string) => 'file' | 'folder' | undefined = () => undefined,
   ) {}
 
   async start(): Promise<void> {
@@ -55,9 +58,12 @@ export class TreeWatcher {
     this.onHint(path);
   }
 
-  /** Watches a folder and the folders below it; one that is gone meanwhile is left out. */
-  private async watchTree(rel: string): Promise<void> {
-    if (this.closed || this.folders.has(rel) || rel === STATE_DIR) return;
+  /**
+   * Watches a folder and the folders below it; one that is gone meanwhile is left out. Answers
+   * whether the folder may hold something: false only for one listed empty.
+   */
+  private async watchTree(rel: string): Promise<boolean> {
+    if (this.closed || this.folders.has(rel) || rel === STATE_DIR) return true;
     const full = rel === '' ? this.root : join(this.root, rel);
     let w: FSWatcher;
     try {
@@ -66,8 +72,9 @@ export class TreeWatcher {
       });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES' || code === 'EPERM') return;
-      return this.fail(err as Error);
+      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES' || code === 'EPERM') return true;
+      this.fail(err as Error);
+      return true;
     }
     w.on('error', (err: NodeJS.ErrnoException) => {
       // The folder itself went away: its parent's event says so; only its watch ends.
@@ -79,7 +86,7 @@ export class TreeWatcher {
     try {
       entries = await fs.readdir(full, { withFileTypes: true });
     } catch {
-      return;
+      return true;
     }
     for (const e of entries) {
       if (!e.isDirectory()) continue;
@@ -87,6 +94,7 @@ export class TreeWatcher {
       // A folder made while this one was listed: the pass looks at it.
       if (rel !== '' || e.name !== STATE_DIR) await this.watchTree(sub);
     }
+    return entries.length > 0;
   }
 
   private unwatch(rel: string): void {
@@ -100,15 +108,18 @@ export class TreeWatcher {
 
   private event(rel: string, event: string, name: string): void {
     const path = rel === '' ? name : `${rel}/${name}`;
-    if (this.closed || path === STATE_DIR || path.startsWith(`${STATE_DIR}/`) || this.expected(path)) return;
-    this.hint(path);
+    if (this.closed || path === STATE_DIR || path.startsWith(`${STATE_DIR}/`)) return;
+    const mine = this.expected(path);
+    if (mine === 'file') return;
+    if (!mine) this.hint(path);
     // A name coming or going may be a folder to watch or to stop watching; a write inside a file is not.
     if (event !== 'rename') return;
     void fs.lstat(join(this.root, path)).then(
       (st) => {
         // A folder made anew under a name watched before holds a new inode: it is watched afresh.
         this.unwatch(path);
-        if (st.isDirectory()) void this.watchTree(path).then(() => this.hint(path));
+        // What was written in it before its watch began has no event of its own: the pass looks at it.
+        if (st.isDirectory()) void this.watchTree(path).then((filled) => (!mine || filled) && this.hint(path));
       },
       () => this.unwatch(path),
     );

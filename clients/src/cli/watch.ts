@@ -47,19 +47,19 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
     timer = setTimeout(poke, DEBOUNCE_MS);
   };
   let scanEvery = PERIODIC_SCAN_MS;
-  // A download's own rename into place is no local change: its event is dropped once, unless it comes
-  // late. A write after it brings another event.
-  const placed = new Map<string, number>();
-  ctx.placing = (full) => {
+  // A download's own rename into place, or a folder made for the server's, is no local change: its
+  // event is dropped once, unless it comes late. A write after it brings another event.
+  const placed = new Map<string, { at: number; kind: 'file' | 'folder' }>();
+  ctx.placing = (full, kind = 'file') => {
     const path = relative(ctx.dir, full).split(sep).join('/');
-    placed.set(path, Date.now());
+    placed.set(path, { at: Date.now(), kind });
     return () => placed.delete(path);
   };
   const expected = (path: string) => {
-    const at = placed.get(path);
-    if (at === undefined) return false;
+    const mine = placed.get(path);
+    if (mine === undefined) return undefined;
     placed.delete(path);
-    return Date.now() - at < PLACED_EVENT_MS;
+    return Date.now() - mine.at < PLACED_EVENT_MS ? mine.kind : undefined;
   };
   let watcher: TreeWatcher | undefined = new TreeWatcher(
     ctx.dir,
@@ -128,7 +128,7 @@ export async function syncForever(ctx: SyncContext): Promise<void> {
           }
           failures = 0;
           const stale = Date.now() - PLACED_EVENT_MS;
-          for (const [path, at] of placed) if (at < stale) placed.delete(path);
+          for (const [path, { at }] of placed) if (at < stale) placed.delete(path);
         } catch (err) {
           if (ctx.signal.aborted || err instanceof AbortedError) break;
           if (err instanceof ExitError || err instanceof GuardError) throw err;
