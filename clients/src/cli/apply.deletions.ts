@@ -7,8 +7,14 @@ import { checkGuard, localSha, statOf, type SyncContext } from './context';
 
 /** The deletion guard for the local side: unchanged local files the server deleted, counted before the pull touches anything. */
 export function guardLocalDeletions(ctx: SyncContext, remote: Map<string, RemoteNode>, base: Map<string, BaseNode>, matched: Matched): void {
-  const doomed = [...base.values()].filter((b) => b.type === 'file' && !remote.has(b.id) && matched.local.has(b.id) && !matched.unknown.has(b.id));
-  checkGuard(ctx, 'local', doomed.length, [...base.values()].filter((b) => b.type === 'file').length);
+  let doomed = 0;
+  let files = 0;
+  for (const b of base.values()) {
+    if (b.type !== 'file') continue;
+    files++;
+    if (!remote.has(b.id) && matched.local.has(b.id) && !matched.unknown.has(b.id)) doomed++;
+  }
+  checkGuard(ctx, 'local', doomed, files);
 }
 
 /**
@@ -27,7 +33,7 @@ export async function applyDeletions(
   let actions = 0;
   let kept = 0;
   const full = (id: string) => join(ctx.dir, live.disk(id) ?? '');
-  const gone = byDepth(base).filter((id) => !remote.has(id)).reverse();
+  const gone = byDepth(base, [...base.keys()].filter((id) => !remote.has(id))).reverse();
   for (const id of gone) {
     if (ctx.signal.aborted) break;
     const b = base.get(id)!;

@@ -53,6 +53,7 @@ export async function pull(ctx: SyncContext): Promise<number> {
  * and its edits, and the newcomer is the copy; otherwise the second in name order is the copy.
  */
 async function separateClashes(ctx: SyncContext, scan: LocalScan): Promise<boolean> {
+  if (scan.clashes.length === 0) return false;
   const known = scan.stableInodes ? new Set([...ctx.journal.base().values()].map((b) => b.ino)) : new Set<number>();
   for (const clash of scan.clashes) {
     let e = clash;
@@ -109,7 +110,9 @@ export async function runPass(ctx: SyncContext, diskUnchanged = false): Promise<
     scan = await scanLocal(ctx.dir, ctx.ignored);
   }
   const disk: DiskChanges = { landed: [], other: 0, forPush: 0 };
-  const pulled = await applyRemote(ctx, remote, j.base(), await match(ctx, j.base(), scan), disk);
+  // Neither the match nor the pull changes the copy of the base they are given.
+  const before = j.base();
+  const pulled = await applyRemote(ctx, remote, before, await match(ctx, before, scan), disk);
   await ctx.transfers.settle();
   // New files and folders placed were all the pull did in DIR: the scan takes them in. A write
   // meanwhile is an event of the watcher, or found by the next pass, which `--once` makes after any action.

@@ -38,9 +38,9 @@ export function pathIn(nodes: Map<string, { parentId: string; name: string }>, i
 /**
  * The ids of a tree, parents before children: by depth (the number of ancestors the map holds), in
  * the map's order within one depth. Each depth is counted once, from its parent's (a pass sorts
- * every node of DIR several times).
+ * every node of DIR several times). With `only`, those ids alone, in that order among themselves.
  */
-export function byDepth<T extends { parentId: string }>(nodes: Map<string, T>): string[] {
+export function byDepth<T extends { parentId: string }>(nodes: Map<string, T>, only?: Iterable<string>): string[] {
   const depth = new Map<string, number>();
   const depthOf = (id: string): number => {
     const known = depth.get(id);
@@ -72,7 +72,7 @@ export function byDepth<T extends { parentId: string }>(nodes: Map<string, T>): 
     return depth.get(id)!;
   };
   const levels: string[][] = [];
-  for (const id of nodes.keys()) (levels[depthOf(id)] ??= []).push(id);
+  for (const id of only ?? nodes.keys()) (levels[depthOf(id)] ??= []).push(id);
   return levels.flat();
 }
 
