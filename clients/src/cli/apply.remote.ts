@@ -8,6 +8,7 @@ import { applyDeletions, guardLocalDeletions } from './apply.deletions';
 import { conflictedName, freeConflictedName, joinPath, type LocalEntry } from './scan';
 import { park, PARKING, unparkAll } from './parking';
 import { RemoteFetcher, type Fetch } from './apply.fetch';
+import { FolderMaker } from './apply.folders';
 import { BULK_FILE_MAX } from './bulk.transfers';
 
 const exists = async (full: string) => (await statOf(full)) !== undefined;
@@ -69,27 +70,7 @@ async function applyChanges(
   // Renames into conflicted copies and parking, whether or not the step they serve is counted as an action.
   let setAside = 0;
   let forPush = 0;
-  // Folders made for the server's new ones: their events are this client's own, and the scan takes them in.
-  const made: LocalEntry[] = [];
-  let madeFolders = 0;
-  const makeFolder = async (rn: RemoteNode, target: string): Promise<void> => {
-    const unplace = ctx.placing?.(target, 'folder');
-    try {
-      await fs.mkdir(target);
-    } catch (err) {
-      unplace?.();
-      throw err;
-    }
-    madeFolders++;
-    const seenAt = Date.now();
-    const st = await statOf(target);
-    live.set(rn.id, rn.parentId, rn.name, 'folder');
-    j.putBase(toBase(rn, st));
-    const path = joinPath(live.path(rn.parentId)!, rn.name);
-    const parentDisk = live.disk(rn.parentId);
-    if (st && parentDisk !== undefined) made.push({ path, disk: joinPath(parentDisk, rn.name), type: 'folder', size: 0, mtimeMs: st.mtimeMs, ino: st.ino, racy: st.racy, seenAt });
-    r.line(`created ${path}/`);
-  };
+  const folders = new FolderMaker(ctx, live);
   const keepAsCopy = async (id: string): Promise<string | undefined> => {
     const node = live.get(id);
     if (!node) return undefined;
@@ -173,7 +154,7 @@ async function applyChanges(
         const occupant = live.childNamed(rn.parentId, rn.name);
         if (occupant !== undefined && (!(await yieldsName(occupant)) || (await keepAsCopy(occupant)) === undefined)) continue;
         if (await exists(target)) continue;
-        await makeFolder(rn, target);
+        await folders.make(rn, target);
         actions++;
         continue;
       }
@@ -290,7 +271,7 @@ async function applyChanges(
         }
       } else if (await exists(target)) continue;
       if (rn.type === 'folder') {
-        await makeFolder(rn, target);
+        await folders.make(rn, target);
         actions++;
       } else if (rn.sha256) {
         // The name is taken now; the bytes come below, several files at a time.
@@ -316,9 +297,9 @@ async function applyChanges(
   const others = actions + deletions.deleted;
   if (disk) {
     // A file or folder placed whose stat could not be read has no entry: then only a new scan says what is there.
-    const unsure = fetcher.landed.length === fetcher.actions && made.length === madeFolders ? 0 : 1;
-    disk.landed.push(...made, ...fetcher.landed);
-    disk.other += others - madeFolders + setAside + unsure;
+    const unsure = fetcher.landed.length === fetcher.actions && folders.allSeen ? 0 : 1;
+    disk.landed.push(...folders.made, ...fetcher.landed);
+    disk.other += others - folders.count + setAside + unsure;
     disk.forPush += forPush + deletions.kept;
   }
   return others + brought;

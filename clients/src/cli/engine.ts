@@ -123,7 +123,11 @@ export async function runPass(ctx: SyncContext, diskUnchanged = false): Promise<
   // and folders, each now its own base, leaving nothing for the push: a push would find nothing
   // again. Skipping it spares a device that receives many files a match of all of DIR per batch.
   const unchangedForPush = scan === left && onlyPlaced && disk.forPush === 0 && quietBefore;
-  const pushed = unchangedForPush ? 0 : await pushLocal(ctx, remote, j.base(), await match(ctx, j.base(), scan));
+  let pushed = 0;
+  if (!unchangedForPush) {
+    const base = j.base();
+    pushed = await pushLocal(ctx, remote, base, await match(ctx, base, scan));
+  }
   actions += pulled + pushed;
   // The push writes nothing in DIR: this is the disk as the pass leaves it.
   if (scan.clashes.length === 0) {
