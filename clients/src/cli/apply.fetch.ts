@@ -4,7 +4,7 @@ import type { BaseNode, RemoteNode } from './journal';
 import type { LiveTree } from './live.tree';
 import { pathIn } from './match';
 import { skipFailed, statOf, toBase, type SyncContext } from './context';
-import { joinPath, MTIME_TICK_MS, type LocalEntry } from './scan';
+import { joinPath, MTIME_TICK_MS, placedEntry, type LocalEntry } from './scan';
 import { batches, BULK_FILE_MAX } from './bulk.transfers';
 import { ApiError } from '../sdk/errors';
 
@@ -87,7 +87,7 @@ export class RemoteFetcher {
     const base = toBase({ ...node, sha256: got.sha256, size: st?.size ?? node.size }, st);
     const parentDisk = this.live.disk(node.parentId);
     if (st && parentDisk !== undefined) {
-      this.landed.push({ path: label, disk: joinPath(parentDisk, basename(target)), type: 'file', size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, racy: st.racy, seenAt });
+      this.landed.push(placedEntry(label, joinPath(parentDisk, basename(target)), 'file', st, seenAt));
     }
     if (placed) placed.push(base);
     else ctx.journal.putBase(base);

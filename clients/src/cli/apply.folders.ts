@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import type { RemoteNode } from './journal';
 import type { LiveTree } from './live.tree';
 import { statOf, toBase, type SyncContext } from './context';
-import { joinPath, type LocalEntry } from './scan';
+import { joinPath, placedEntry, type LocalEntry } from './scan';
 
 /**
  * Makes the folders a pull brings down. Their watcher events are this client's own (the watch.ts
@@ -41,7 +41,7 @@ export class FolderMaker {
     this.ctx.journal.putBase(toBase(rn, st));
     const path = joinPath(this.live.path(rn.parentId)!, rn.name);
     const parentDisk = this.live.disk(rn.parentId);
-    if (st && parentDisk !== undefined) this.made.push({ path, disk: joinPath(parentDisk, rn.name), type: 'folder', size: 0, mtimeMs: st.mtimeMs, ino: st.ino, racy: st.racy, seenAt });
+    if (st && parentDisk !== undefined) this.made.push(placedEntry(path, joinPath(parentDisk, rn.name), 'folder', st, seenAt));
     this.count++;
     this.ctx.reporter.line(`created ${path}/`);
   }

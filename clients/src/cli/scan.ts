@@ -74,6 +74,17 @@ export function joinPath(parent: string, name: string): string {
   return parent === '' ? name : `${parent}/${name}`;
 }
 
+/** What a scan would read of a file or folder the client itself just put in place, from its stat read then. */
+export function placedEntry(
+  path: string,
+  disk: string,
+  type: 'file' | 'folder',
+  st: { size: number; mtimeMs: number; ino: number; racy: boolean },
+  seenAt: number,
+): LocalEntry {
+  return { path, disk, type, size: type === 'file' ? st.size : 0, mtimeMs: st.mtimeMs, ino: st.ino, racy: st.racy, seenAt };
+}
+
 export function parentOf(path: string): string {
   const i = path.lastIndexOf('/');
   return i < 0 ? '' : path.slice(0, i);
