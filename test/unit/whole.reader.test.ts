@@ -74,3 +74,18 @@ test('a missing file and a folder are answered as such, beside reads that succee
 test('only shared memory is read into', async () => {
   expect(() => new WholeReader().read([{ file: files[0]!.file, into: Buffer.alloc(10), crc32: false }])).toThrow('shared memory');
 });
+
+test('a file longer or shorter than the bytes asked for is told by its size', async () => {
+  const reader = new WholeReader();
+  const buf = Buffer.from(new SharedArrayBuffer(8192));
+  const { file, bytes } = files[3]!;
+  const [longer, shorter, exact] = await reader.read([
+    { file, into: buf.subarray(0, bytes.length - 1), crc32: false },
+    { file, into: buf.subarray(2000, 2000 + bytes.length + 5), crc32: false },
+    { file, into: buf.subarray(4000, 4000 + bytes.length), crc32: false },
+  ]);
+  expect(longer).toEqual({ size: bytes.length, read: bytes.length - 1, crc32: undefined });
+  expect(shorter).toEqual({ size: bytes.length, read: bytes.length, crc32: undefined });
+  expect(exact).toEqual({ size: bytes.length, read: bytes.length, crc32: undefined });
+  expect(Buffer.compare(buf.subarray(2000, 2000 + bytes.length), bytes)).toBe(0);
+});

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
-import { sendArchive, type ArchiveEntry } from '../../services/gateway/archive/zip.writer';
+import { prepareArchive, sendArchive, type ArchiveEntry } from '../../services/gateway/archive/zip.writer';
 import { LocalContentStore } from '../../shared/storage/local/local.store';
 
 /**
@@ -86,9 +86,20 @@ beforeAll(async () => {
   archives.set('known-wrong', { entries: known.map((e, i) => (i === 4 ? { ...e, crc32: (e.crc32 + 1) >>> 0 } : e)) });
   archives.set('missing', { entries: [...tree.slice(0, 20), { ...tree[3]!, path: 'gone.bin', storageKey: 'd/not-there' }, ...tree.slice(20)] });
   archives.set('wrong-size', { entries: [tree[3]!, { ...tree[4]!, sizeBytes: tree[4]!.sizeBytes + 1 }, tree[5]!] });
+  // The end of an archive waits for a check made meanwhile (a link's download count): one that passes late, one that fails.
+  const ends: Record<string, () => Promise<void>> = {
+    'ends-late': () => new Promise((resolve) => setTimeout(resolve, 300)),
+    'ends-refused': () => new Promise((_, reject) => setTimeout(() => reject(new Error('not counted')), 100)),
+  };
+  archives.set('ends-late', { entries: tree });
+  archives.set('ends-refused', { entries: tree });
   server = http.createServer((req, res) => {
-    const a = archives.get((req.url ?? '').slice(1))!;
-    void sendArchive(res as never, store, listed(a.entries), { forceZip64: a.forceZip64 });
+    const name = (req.url ?? '').slice(1);
+    const a = archives.get(name)!;
+    const endAfter = ends[name]?.();
+    endAfter?.catch(() => undefined);
+    if (endAfter) void prepareArchive(store, listed(a.entries)).send(res as never, endAfter);
+    else void sendArchive(res as never, store, listed(a.entries), { forceZip64: a.forceZip64 });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -149,6 +160,21 @@ test('a known CRC-32 is written as given, not taken again: a wrong one is what a
 test.each(['missing', 'wrong-size'])('%s content in the middle cuts the response: never a complete-looking archive', async (name) => {
   // Cut before or after the status line left, depending on when the read failed: never whole.
   const outcome = await fetch(`${baseUrl}/${name}`)
+    .then((res) => res.arrayBuffer())
+    .then(
+      () => 'whole',
+      () => 'cut',
+    );
+  expect(outcome).toBe('cut');
+});
+
+test('an archive ends only once the check it waits for passed; a failed check cuts it', async () => {
+  const started = Date.now();
+  const { bad, entries } = await readBoth(await download('ends-late'));
+  expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+  expect(bad).toBeNull();
+  expect(entries).toHaveLength(archives.get('ends-late')!.entries.length);
+  const outcome = await fetch(`${baseUrl}/ends-refused`)
     .then((res) => res.arrayBuffer())
     .then(
       () => 'whole',

@@ -90,7 +90,8 @@ export function sendArchive(res: Response, store: ContentStore, entries: AsyncIt
 
 /** An archive whose files are being listed and read ahead: `send` writes it, `cancel` drops it unsent. */
 export interface PreparedArchive {
-  send(res: Response): Promise<void>;
+  /** Writes the archive; its end (the central directory) waits for `endAfter`, and its failure cuts it. */
+  send(res: Response, endAfter?: Promise<void>): Promise<void>;
   cancel(): void;
 }
 
@@ -101,10 +102,10 @@ export interface PreparedArchive {
 export function prepareArchive(store: ContentStore, entries: AsyncIterable<ArchiveEntry>, options: ZipOptions = {}): PreparedArchive {
   const zip = new ZipEncoder(options);
   const ahead = new ContentAhead(store, entries, (entry) => zip.frame(entry.path, entry.sizeBytes, entry.crc32));
-  return { send: (res) => writeArchive(res, zip, ahead), cancel: () => ahead.stop() };
+  return { send: (res, endAfter) => writeArchive(res, zip, ahead, endAfter), cancel: () => ahead.stop() };
 }
 
-async function writeArchive(res: Response, zip: ZipEncoder, ahead: ContentAhead<ArchiveEntry>): Promise<void> {
+async function writeArchive(res: Response, zip: ZipEncoder, ahead: ContentAhead<ArchiveEntry>, endAfter?: Promise<void>): Promise<void> {
   let failed = false;
   let drained: (() => void) | undefined;
   const fail = () => {
@@ -206,6 +207,8 @@ async function writeArchive(res: Response, zip: ZipEncoder, ahead: ContentAhead<
     }
     if (failed) return;
     flush();
+    await endAfter;
+    if (failed) return;
     for (const bytes of zip.finish()) write(bytes);
     ahead.finish();
     res.end();

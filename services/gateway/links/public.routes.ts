@@ -139,8 +139,9 @@ export function publicLinkRoutes(deps: PublicRouteDeps): Router {
     await transfers.enter(found.link.userId, res);
     // Its first files are listed and read while the download is counted; a link used up sends nothing.
     const archive = prepareArchive(deps.store, walkFolder(deps.linkRepo, found.link.userId, folder.id));
+    const download = links.beginDownload(found.link);
     try {
-      await links.countDownload(found.link);
+      await download.ready;
     } catch (err) {
       archive.cancel();
       throw err;
@@ -149,7 +150,7 @@ export function publicLinkRoutes(deps: PublicRouteDeps): Router {
     res.attachment(`${folder.name}.zip`);
     res.type('application/zip');
     setDownloadHeaders(res);
-    await archive.send(res);
+    await archive.send(res, download.counted);
   });
 
   router.post('/public/:token/files', async (req, res) => {

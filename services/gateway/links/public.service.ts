@@ -116,6 +116,20 @@ export class PublicLinksService {
   }
 
   /**
+   * Counts a download whose response can end after the count: `ready` once its first byte may leave,
+   * `counted` once the count is recorded (it rejects as countDownload does; the caller ends the
+   * response only after it, so whoever holds the whole body sees the count). A link with a download
+   * limit is counted before anything is sent, as another download may take the last one; one without
+   * is counted while the bytes go, as its count cannot change the answer.
+   */
+  beginDownload(link: LinkRecord): { ready: Promise<void>; counted: Promise<void> } {
+    const counted = this.countDownload(link);
+    // Handled here too: a response that fails before it ends never waits for it.
+    counted.catch(() => undefined);
+    return { ready: link.maxDownloads === null ? Promise.resolve() : counted, counted };
+  }
+
+  /**
    * An active resource of the owner inside the linked folder's subtree. The walk up is the tree
    * repository's, which goes past the servers' recursion limit; a direct child needs no walk.
    */

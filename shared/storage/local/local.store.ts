@@ -234,6 +234,7 @@ export class LocalContentStore implements ContentStore, BaseCopies {
 
   async readWhole(items: { key: string; into: Buffer; crc32: boolean }[]): Promise<({ size: number; read: number; crc32?: number } | Error)[]> {
     const results = await this.whole.read(items.map(({ key, into, crc32 }) => ({ file: this.pathOf(key), into, crc32 })));
+    if (results.every((r) => 'size' in r)) return results as { size: number; read: number; crc32?: number }[];
     return Promise.all(
       results.map(async (r, i) => {
         if ('size' in r) return r;
